@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sroce: the ib_device — creation, attributes, port state, counters and
+ * the user context.
+ *
+ * Locking:
+ *  - sdev->port_lock (spinlock) guards port_state and active_mtu. Writers
+ *    run under RTNL (netdev notifier) or before registration; readers are
+ *    query_port and the data path.
+ *  - Everything else in struct sroce_dev is set before ib_register_device()
+ *    and read-only until sroce_dealloc_driver().
+ */
+
+#include <linux/etherdevice.h>
+#include <linux/if_arp.h>
+#include <linux/module.h>
+#include <net/addrconf.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+
+#include "sroce.h"
+
+/*
+ * The RDMA MTU a RoCEv2 packet can use on a netdev of @ndev_mtu bytes:
+ * the largest IB MTU that fits with the IP/UDP/BTH/extension/ICRC
+ * headers (ib_core's iboe_get_mtu()), capped at 4096.
+ */
+enum ib_mtu sroce_mtu_from_netdev(unsigned int ndev_mtu)
+{
+	enum ib_mtu mtu = iboe_get_mtu(ndev_mtu);
+
+	return mtu ? min_t(enum ib_mtu, mtu, IB_MTU_4096) : IB_MTU_256;
+}
+
+static enum ib_port_state sroce_netdev_port_state(struct net_device *ndev)
+{
+	return netif_running(ndev) && netif_carrier_ok(ndev) ?
+		IB_PORT_ACTIVE : IB_PORT_DOWN;
+}
+
+static void sroce_dispatch_port_event(struct sroce_dev *sdev,
+				      enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = &sdev->ibdev,
+		.element.port_num = 1,
+		.event = type,
+	};
+
+	ib_dispatch_event(&ev);
+	sroce_count(sdev, SROCE_CNT_PORT_EVENTS, 1);
+}
+
+/* Follow the netdev's carrier: called under RTNL on UP/DOWN/CHANGE. */
+void sroce_dev_port_update(struct sroce_dev *sdev)
+{
+	enum ib_port_state state = sroce_netdev_port_state(sdev->ndev);
+	bool changed;
+
+	spin_lock_bh(&sdev->port_lock);
+	changed = sdev->port_state != state;
+	sdev->port_state = state;
+	spin_unlock_bh(&sdev->port_lock);
+
+	if (!changed)
+		return;
+	pr_debug("%s: port 1 %s\n", dev_name(&sdev->ibdev.dev),
+		 state == IB_PORT_ACTIVE ? "active" : "down");
+	sroce_dispatch_port_event(sdev, state == IB_PORT_ACTIVE ?
+				  IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR);
+}
+
+void sroce_dev_mtu_update(struct sroce_dev *sdev)
+{
+	enum ib_mtu mtu = sroce_mtu_from_netdev(READ_ONCE(sdev->ndev->mtu));
+
+	spin_lock_bh(&sdev->port_lock);
+	sdev->active_mtu = mtu;
+	spin_unlock_bh(&sdev->port_lock);
+}
+
+static int sroce_query_device(struct ib_device *ibdev,
+			      struct ib_device_attr *attr,
+			      struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibdev);
+
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = 0;
+	attr->sys_image_guid = sdev->ibdev.node_guid;
+	attr->max_mr_size = U64_MAX;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = SROCE_VENDOR_ID;
+	attr->vendor_part_id = 0;
+	attr->hw_ver = 0;
+	attr->max_qp = SROCE_MAX_QP;
+	attr->max_qp_wr = SROCE_MAX_QP_WR;
+	attr->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
+				 IB_DEVICE_SYS_IMAGE_GUID;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	attr->max_send_sge = SROCE_MAX_SGE;
+	attr->max_recv_sge = SROCE_MAX_SGE;
+	attr->max_sge_rd = SROCE_MAX_SGE;
+	attr->max_cq = SROCE_MAX_CQ;
+	attr->max_cqe = SROCE_MAX_CQE;
+	attr->max_mr = SROCE_MAX_MR;
+	attr->max_pd = SROCE_MAX_PD;
+	attr->max_qp_rd_atom = SROCE_MAX_RD_ATOM;
+	attr->max_qp_init_rd_atom = SROCE_MAX_RD_ATOM;
+	attr->max_res_rd_atom = SROCE_MAX_RD_ATOM * SROCE_MAX_QP;
+	attr->atomic_cap = IB_ATOMIC_HCA;
+	attr->max_mw = SROCE_MAX_MW;
+	attr->max_mcast_grp = SROCE_MAX_MCAST_GRP;
+	attr->max_mcast_qp_attach = SROCE_MAX_MCAST_QP_ATTACH;
+	attr->max_total_mcast_qp_attach = SROCE_MAX_MCAST_GRP *
+					  SROCE_MAX_MCAST_QP_ATTACH;
+	attr->max_ah = SROCE_MAX_AH;
+	attr->max_srq = SROCE_MAX_SRQ;
+	attr->max_srq_wr = SROCE_MAX_SRQ_WR;
+	attr->max_srq_sge = SROCE_MAX_SGE;
+	attr->max_fast_reg_page_list_len = SROCE_MAX_FRPL_LEN;
+	attr->max_pkeys = SROCE_MAX_PKEYS;
+	attr->local_ca_ack_delay = SROCE_LOCAL_CA_ACK_DELAY;
+	return 0;
+}
+
+static int sroce_query_port(struct ib_device *ibdev, u32 port_num,
+			    struct ib_port_attr *attr)
+{
+	struct sroce_dev *sdev = to_sdev(ibdev);
+
+	/* ib_core zeroes *attr and checks port_num against phys_port_cnt. */
+	spin_lock_bh(&sdev->port_lock);
+	attr->state = sdev->port_state;
+	attr->active_mtu = sdev->active_mtu;
+	spin_unlock_bh(&sdev->port_lock);
+
+	attr->max_mtu = IB_MTU_4096;
+	attr->gid_tbl_len = SROCE_MAX_GID_TBL;
+	attr->port_cap_flags = IB_PORT_CM_SUP;
+	attr->max_msg_sz = 1U << 31;
+	attr->pkey_tbl_len = SROCE_MAX_PKEYS;
+	attr->max_vl_num = 1;
+
+	if (attr->state == IB_PORT_ACTIVE)
+		attr->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
+	else if (netif_running(sdev->ndev))
+		attr->phys_state = IB_PORT_PHYS_STATE_POLLING;
+	else
+		attr->phys_state = IB_PORT_PHYS_STATE_DISABLED;
+
+	/*
+	 * The speed is the netdev's; while the netdev is going away it cannot
+	 * be read, and the port is reported with a nominal 1 Gb/s then.
+	 */
+	if (ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
+			     &attr->active_width)) {
+		attr->active_speed = IB_SPEED_SDR;
+		attr->active_width = IB_WIDTH_1X;
+	}
+	return 0;
+}
+
+static int sroce_query_pkey(struct ib_device *ibdev, u32 port_num, u16 index,
+			    u16 *pkey)
+{
+	if (index >= SROCE_MAX_PKEYS)
+		return -EINVAL;
+	*pkey = SROCE_DEFAULT_PKEY;
+	return 0;
+}
+
+static int sroce_modify_device(struct ib_device *ibdev, int mask,
+			       struct ib_device_modify *attr)
+{
+	if (mask & ~(IB_DEVICE_MODIFY_SYS_IMAGE_GUID |
+		     IB_DEVICE_MODIFY_NODE_DESC))
+		return -EOPNOTSUPP;
+
+	/* sys_image_guid is reported from node_guid; only the description. */
+	if (mask & IB_DEVICE_MODIFY_SYS_IMAGE_GUID)
+		return -EOPNOTSUPP;
+	if (mask & IB_DEVICE_MODIFY_NODE_DESC)
+		memcpy(ibdev->node_desc, attr->node_desc,
+		       sizeof(ibdev->node_desc));
+	return 0;
+}
+
+static int sroce_get_port_immutable(struct ib_device *ibdev, u32 port_num,
+				    struct ib_port_immutable *immutable)
+{
+	immutable->pkey_tbl_len = SROCE_MAX_PKEYS;
+	immutable->gid_tbl_len = SROCE_MAX_GID_TBL;
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer sroce_get_link_layer(struct ib_device *ibdev,
+						 u32 port_num)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static void sroce_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%u", SROCE_UVERBS_ABI_VERSION);
+}
+
+static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
+				struct ib_udata *udata)
+{
+	struct sroce_alloc_ucontext_resp resp = {
+		.abi_version = SROCE_UVERBS_ABI_VERSION,
+		.max_inline_data = SROCE_MAX_INLINE,
+	};
+
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
+}
+
+static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+/* Counters ---------------------------------------------------------- */
+
+static const struct rdma_stat_desc sroce_counter_descs[] = {
+	[SROCE_CNT_RX_PACKETS] = { .name = "rx_packets" },
+	[SROCE_CNT_RX_BYTES] = { .name = "rx_bytes" },
+	[SROCE_CNT_RX_DROP_NO_QP] = { .name = "rx_drop_no_qp" },
+	[SROCE_CNT_PORT_EVENTS] = { .name = "port_events" },
+};
+
+static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);
+
+static struct rdma_hw_stats *
+sroce_alloc_hw_port_stats(struct ib_device *ibdev, u32 port_num)
+{
+	return rdma_alloc_hw_stats_struct(sroce_counter_descs,
+					  SROCE_NUM_COUNTERS,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int sroce_get_hw_stats(struct ib_device *ibdev,
+			      struct rdma_hw_stats *stats, u32 port_num,
+			      int index)
+{
+	struct sroce_dev *sdev = to_sdev(ibdev);
+	int cpu, c;
+
+	for (c = 0; c < SROCE_NUM_COUNTERS; c++)
+		stats->value[c] = 0;
+	for_each_possible_cpu(cpu) {
+		struct sroce_counters *pc = per_cpu_ptr(sdev->counters, cpu);
+
+		for (c = 0; c < SROCE_NUM_COUNTERS; c++)
+			stats->value[c] += READ_ONCE(pc->val[c]);
+	}
+	return SROCE_NUM_COUNTERS;
+}
+
+/* sysfs --------------------------------------------------------------- */
+
+static ssize_t sroce_abi_version_show(struct device *device,
+				      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", SROCE_UVERBS_ABI_VERSION);
+}
+static DEVICE_ATTR_RO(sroce_abi_version);
+
+static ssize_t netdev_show(struct device *device,
+			   struct device_attribute *attr, char *buf)
+{
+	struct sroce_dev *sdev = rdma_device_to_drv_device(device,
+							   struct sroce_dev,
+							   ibdev);
+
+	return sysfs_emit(buf, "%s\n", netdev_name(sdev->ndev));
+}
+static DEVICE_ATTR_RO(netdev);
+
+static struct attribute *sroce_dev_attrs[] = {
+	&dev_attr_sroce_abi_version.attr,
+	&dev_attr_netdev.attr,
+	NULL,
+};
+
+static const struct attribute_group sroce_dev_attr_group = {
+	.attrs = sroce_dev_attrs,
+};
+
+/* Life cycle ---------------------------------------------------------- */
+
+/*
+ * Undo sroce_dev_create(). Called by ib_core at the end of unregistration,
+ * and by ib_dealloc_device() when creation fails before registration, so
+ * it copes with a partly built device.
+ */
+static void sroce_dealloc_driver(struct ib_device *ibdev)
+{
+	struct sroce_dev *sdev = to_sdev(ibdev);
+
+	sroce_net_detach(sdev);
+	WARN_ON(!xa_empty(&sdev->pd_xa));
+	xa_destroy(&sdev->pd_xa);
+	free_percpu(sdev->counters);
+	netdev_put(sdev->ndev, &sdev->ndev_tracker);
+	sroce_dev_list_del(sdev);
+}
+
+static const struct ib_device_ops sroce_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
+
+	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
+	.alloc_pd = sroce_alloc_pd,
+	.alloc_ucontext = sroce_alloc_ucontext,
+	.dealloc_driver = sroce_dealloc_driver,
+	.dealloc_pd = sroce_dealloc_pd,
+	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.device_group = &sroce_dev_attr_group,
+	.get_dev_fw_str = sroce_get_dev_fw_str,
+	.get_hw_stats = sroce_get_hw_stats,
+	.get_link_layer = sroce_get_link_layer,
+	.get_port_immutable = sroce_get_port_immutable,
+	.modify_device = sroce_modify_device,
+	.query_device = sroce_query_device,
+	.query_pkey = sroce_query_pkey,
+	.query_port = sroce_query_port,
+
+	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
+};
+
+static void sroce_dev_init_ib(struct sroce_dev *sdev)
+{
+	struct ib_device *ibdev = &sdev->ibdev;
+	struct net_device *ndev = sdev->ndev;
+
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	ibdev->local_dma_lkey = 0;
+	strscpy(ibdev->node_desc, "sroce", sizeof(ibdev->node_desc));
+	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
+			    ndev->dev_addr);
+	ib_set_device_ops(ibdev, &sroce_dev_ops);
+}
+
+/**
+ * sroce_dev_create - create and register an sroce device on @ndev
+ * @ibdev_name: name asked for by "rdma link add"
+ * @ndev: the netdev, referenced by the caller for the whole call
+ *
+ * Return: 0, or -EEXIST when @ndev already has an sroce device,
+ * -EADDRINUSE when UDP port 4791 is taken in @ndev's namespace, or
+ * another errno from ib_core.
+ */
+int sroce_dev_create(const char *ibdev_name, struct net_device *ndev)
+{
+	struct sroce_dev *sdev;
+	int err;
+
+	sdev = ib_alloc_device(sroce_dev, ibdev);
+	if (!sdev)
+		return -ENOMEM;
+
+	/*
+	 * From here on ib_dealloc_device() unwinds through dealloc_driver,
+	 * so the ops go in first and everything it undoes is valid.
+	 */
+	sdev->ndev = ndev;
+	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
+	sroce_dev_init_ib(sdev);
+	sdev->ifindex = ndev->ifindex;
+	INIT_LIST_HEAD(&sdev->list);
+	spin_lock_init(&sdev->port_lock);
+	xa_init_flags(&sdev->pd_xa, XA_FLAGS_ALLOC);
+	sdev->counters = alloc_percpu(struct sroce_counters);
+	if (!sdev->counters) {
+		err = -ENOMEM;
+		goto err_dealloc;
+	}
+
+	err = sroce_dev_list_add(sdev);
+	if (err) {
+		pr_err("%s: netdev %s already has an sroce device\n",
+		       SROCE_DRV_NAME, ndev->name);
+		goto err_dealloc;
+	}
+
+	sdev->port_state = sroce_netdev_port_state(ndev);
+	sdev->active_mtu = sroce_mtu_from_netdev(READ_ONCE(ndev->mtu));
+
+	err = ib_device_set_netdev(&sdev->ibdev, ndev, 1);
+	if (err)
+		goto err_dealloc;
+
+	err = sroce_net_attach(sdev);
+	if (err)
+		goto err_dealloc;
+
+	err = ib_register_device(&sdev->ibdev, ibdev_name, NULL);
+	if (err) {
+		pr_err("%s: registering %s on %s failed: %d\n", SROCE_DRV_NAME,
+		       ibdev_name, ndev->name, err);
+		goto err_dealloc;
+	}
+
+	/*
+	 * Catch a carrier or MTU change that raced with registration. Once
+	 * registered the device can be unregistered (and freed) at any time,
+	 * so touch it only under a registration reference.
+	 */
+	if (ib_device_try_get(&sdev->ibdev)) {
+		rtnl_lock();
+		sroce_dev_port_update(sdev);
+		sroce_dev_mtu_update(sdev);
+		rtnl_unlock();
+		ib_device_put(&sdev->ibdev);
+	}
+	return 0;
+
+err_dealloc:
+	ib_dealloc_device(&sdev->ibdev);
+	return err;
+}

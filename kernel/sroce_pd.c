@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sroce: protection domains.
+ *
+ * A PD is a number in sdev->pd_xa; the xarray both hands out PD numbers
+ * and bounds their count to SROCE_MAX_PD. The xarray has its own lock.
+ */
+
+#include "sroce.h"
+
+int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_pd *pd = to_spd(ibpd);
+	struct sroce_alloc_pd_resp resp = {};
+	int err;
+
+	err = xa_alloc_cyclic(&sdev->pd_xa, &pd->pdn, pd,
+			      XA_LIMIT(1, SROCE_MAX_PD), &sdev->pd_next,
+			      GFP_KERNEL);
+	if (err < 0)
+		return err == -EBUSY ? -ENOMEM : err;
+
+	if (udata) {
+		resp.pdn = pd->pdn;
+		err = ib_copy_to_udata(udata, &resp,
+				       min(udata->outlen, sizeof(resp)));
+		if (err) {
+			xa_erase(&sdev->pd_xa, pd->pdn);
+			return err;
+		}
+	}
+	return 0;
+}
+
+int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_pd *pd = to_spd(ibpd);
+
+	xa_erase(&sdev->pd_xa, pd->pdn);
+	return 0;
+}

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/*
+ * abi34.h - our own declarations of the libibverbs *provider* ABI
+ * (symbol version IBVERBS_PRIVATE_34) exactly as rdma-core v44.0 defines it.
+ *
+ * Debian ships libibverbs 44 but not its provider headers
+ * (infiniband/driver.h, kern-abi.h, cmd_*.h), so this file re-declares the
+ * part we use.  It was written by reading rdma-core v44.0:
+ *   libibverbs/driver.h      verbs_match_ent, verbs_sysfs_dev,
+ *                            verbs_device_ops, verbs_device,
+ *                            verbs_context_ops, ibv_cmd_*() prototypes
+ *   libibverbs/kern-abi.h    write() command structs (struct ibv_get_context,
+ *                            ibv_query_port, ibv_alloc_pd ...)
+ *   libibverbs/libibverbs.map.in   which symbols carry IBVERBS_PRIVATE_34
+ *   ccan/list.h              struct list_node
+ *
+ * Every layout here is checked field by field against offsets produced by
+ * compiling the real v44.0 headers (tests/unit/abi34_reference.inc, made by
+ * tests/unit/gen_abi34_reference.sh) in tests/unit/test_abi34.cpp.
+ *
+ * WARNING - IBVERBS_PRIVATE_34 does not pin these layouts.  rdma-core kept
+ * the private ABI number at 34 from v34 to v56 although it changed things
+ * underneath it: v35-v43 inserted members into the middle of
+ * verbs_context_ops (import_dm, query_qp_data_in_order, unimport_dm) and
+ * verbs_sysfs_dev (num_ports), and v54 added an argument to
+ * ibv_cmd_reg_dmabuf_mr().  So the build checks the libibverbs version
+ * (1.14.44.x) as well as the symbol version, and the provider refuses to
+ * register under a libibverbs that says it is another release (see
+ * sroce_provider.cpp).
+ *
+ * Public types (struct ibv_*, struct verbs_context, ...) come from the
+ * installed <infiniband/verbs.h>; kernel uverbs structs come from the
+ * installed <rdma/ib_user_verbs.h> (linux-libc-dev).
+ */
+#ifndef SROCE_ABI34_H
+#define SROCE_ABI34_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <infiniband/verbs.h>
+#ifdef __cplusplus
+#include <type_traits>
+#else
+#include <assert.h>
+#include <stdbool.h>
+#endif
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/ib_user_verbs.h>
+
+/* The private ABI this file describes. */
+#define SROCE_IBVERBS_PABI_VERSION 34
+#define SROCE_IBVERBS_PABI_NAME "IBVERBS_PRIVATE_34"
+/* The rdma-core release it was read from (libibverbs.so.1.14.44.x). */
+#define SROCE_RDMA_CORE_VERSION 44
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ccan/list.h: the list link libibverbs threads its objects on. */
+struct list_node {
+	struct list_node *next, *prev;
+};
+
+/* driver.h: verbs_log() levels (for __verbs_log). */
+enum {
+	VERBS_LOG_LEVEL_NONE,
+	VERBS_LOG_ERR,
+	VERBS_LOG_WARN,
+	VERBS_LOG_INFO,
+	VERBS_LOG_DEBUG,
+};
+
+/* driver.h: kinds of match-table entries. */
+enum {
+	VERBS_MATCH_SENTINEL = 0,
+	VERBS_MATCH_PCI = 1,
+	VERBS_MATCH_MODALIAS = 2,
+	VERBS_MATCH_DRIVER_ID = 3,
+};
+
+struct verbs_match_ent {
+	void *driver_data;
+	union {
+		const char *modalias;
+		uint64_t driver_id;
+	} u;
+	uint16_t vendor;
+	uint16_t device;
+	uint8_t kind;
+};
+
+/* driver.h: verbs_sysfs_dev.flags */
+enum {
+	VSYSFS_READ_MODALIAS = 1 << 0,
+	VSYSFS_READ_NODE_GUID = 1 << 1,
+};
+
+/* An rdma device detected in sysfs (or netlink), owned by libibverbs. */
+struct verbs_sysfs_dev {
+	struct list_node entry;
+	void *provider_data;
+	const struct verbs_match_ent *match;
+	unsigned int flags;
+	char sysfs_name[IBV_SYSFS_NAME_MAX];	/* "uverbs0" */
+	dev_t sysfs_cdev;
+	char ibdev_name[IBV_SYSFS_NAME_MAX];	/* "sroce0" */
+	char ibdev_path[IBV_SYSFS_PATH_MAX];	/* "/sys/class/infiniband/sroce0" */
+	char modalias[512];
+	uint64_t node_guid;
+	uint32_t driver_id;			/* enum rdma_driver_id */
+	enum ibv_node_type node_type;
+	int ibdev_idx;
+	uint32_t num_ports;
+	uint32_t abi_ver;			/* the device's uverbs abi_version */
+	struct timespec time_created;
+};
+
+struct verbs_device;
+struct verbs_context;
+struct verbs_mr;	/* only used through pointers so far */
+
+struct verbs_device_ops {
+	const char *name;
+
+	uint32_t match_min_abi_version;
+	uint32_t match_max_abi_version;
+	const struct verbs_match_ent *match_table;
+	const struct verbs_device_ops **static_providers;
+
+	bool (*match_device)(struct verbs_sysfs_dev *sysfs_dev);
+
+	struct verbs_context *(*alloc_context)(struct ibv_device *device,
+					       int cmd_fd, void *private_data);
+	struct verbs_context *(*import_context)(struct ibv_device *device,
+						int cmd_fd);
+
+	struct verbs_device *(*alloc_device)(struct verbs_sysfs_dev *sysfs_dev);
+	void (*uninit_device)(struct verbs_device *device);
+};
+
+struct verbs_device {
+	struct ibv_device device; /* Must be first */
+	const struct verbs_device_ops *ops;
+	/*
+	 * C11 atomic_int in libibverbs (same size and alignment as int on
+	 * every Linux ABI).  Owned by libibverbs: the provider never touches it.
+	 */
+	int refcount;
+	struct list_node entry;
+	struct verbs_sysfs_dev *sysfs;
+	uint64_t core_support;
+};
+
+/*
+ * Every op a provider can implement, in libibverbs' (alphabetical) order.
+ * A NULL entry makes libibverbs install its own stub (EOPNOTSUPP/ENOSYS).
+ */
+struct verbs_context_ops {
+	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+			 uint32_t flags, struct ibv_sge *sg_list,
+			 uint32_t num_sges);
+	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
+				   struct ibv_alloc_dm_attr *attr);
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
+	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *pd);
+	struct ibv_pd *(*alloc_parent_domain)(
+		struct ibv_context *context,
+		struct ibv_parent_domain_init_attr *attr);
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
+	struct ibv_td *(*alloc_td)(struct ibv_context *context,
+				   struct ibv_td_init_attr *init_attr);
+	void (*async_event)(struct ibv_context *context,
+			    struct ibv_async_event *event);
+	int (*attach_counters_point_flow)(struct ibv_counters *counters,
+					  struct ibv_counter_attach_attr *attr,
+					  struct ibv_flow *flow);
+	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw,
+		       struct ibv_mw_bind *mw_bind);
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
+	void (*cq_event)(struct ibv_cq *cq);
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
+				    struct ibv_ah_attr *attr);
+	struct ibv_counters *(*create_counters)(
+		struct ibv_context *context,
+		struct ibv_counters_init_attr *init_attr);
+	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
+				    struct ibv_comp_channel *channel,
+				    int comp_vector);
+	struct ibv_cq_ex *(*create_cq_ex)(
+		struct ibv_context *context,
+		struct ibv_cq_init_attr_ex *init_attr);
+	struct ibv_flow *(*create_flow)(struct ibv_qp *qp,
+					struct ibv_flow_attr *flow_attr);
+	struct ibv_flow_action *(*create_flow_action_esp)(
+		struct ibv_context *context,
+		struct ibv_flow_action_esp_attr *attr);
+	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
+				    struct ibv_qp_init_attr *attr);
+	struct ibv_qp *(*create_qp_ex)(
+		struct ibv_context *context,
+		struct ibv_qp_init_attr_ex *qp_init_attr_ex);
+	struct ibv_rwq_ind_table *(*create_rwq_ind_table)(
+		struct ibv_context *context,
+		struct ibv_rwq_ind_table_init_attr *init_attr);
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd,
+				      struct ibv_srq_init_attr *srq_init_attr);
+	struct ibv_srq *(*create_srq_ex)(
+		struct ibv_context *context,
+		struct ibv_srq_init_attr_ex *srq_init_attr_ex);
+	struct ibv_wq *(*create_wq)(struct ibv_context *context,
+				    struct ibv_wq_init_attr *wq_init_attr);
+	int (*dealloc_mw)(struct ibv_mw *mw);
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	int (*dealloc_td)(struct ibv_td *td);
+	int (*dereg_mr)(struct verbs_mr *vmr);
+	int (*destroy_ah)(struct ibv_ah *ah);
+	int (*destroy_counters)(struct ibv_counters *counters);
+	int (*destroy_cq)(struct ibv_cq *cq);
+	int (*destroy_flow)(struct ibv_flow *flow);
+	int (*destroy_flow_action)(struct ibv_flow_action *action);
+	int (*destroy_qp)(struct ibv_qp *qp);
+	int (*destroy_rwq_ind_table)(struct ibv_rwq_ind_table *rwq_ind_table);
+	int (*destroy_srq)(struct ibv_srq *srq);
+	int (*destroy_wq)(struct ibv_wq *wq);
+	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
+			    uint16_t lid);
+	void (*free_context)(struct ibv_context *context);
+	int (*free_dm)(struct ibv_dm *dm);
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
+	struct ibv_dm *(*import_dm)(struct ibv_context *context,
+				    uint32_t dm_handle);
+	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
+	struct ibv_pd *(*import_pd)(struct ibv_context *context,
+				    uint32_t pd_handle);
+	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
+	int (*modify_flow_action_esp)(struct ibv_flow_action *action,
+				      struct ibv_flow_action_esp_attr *attr);
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int attr_mask);
+	int (*modify_qp_rate_limit)(struct ibv_qp *qp,
+				    struct ibv_qp_rate_limit_attr *attr);
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+			  int srq_attr_mask);
+	int (*modify_wq)(struct ibv_wq *wq, struct ibv_wq_attr *wq_attr);
+	struct ibv_qp *(*open_qp)(struct ibv_context *context,
+				  struct ibv_qp_open_attr *attr);
+	struct ibv_xrcd *(*open_xrcd)(
+		struct ibv_context *context,
+		struct ibv_xrcd_init_attr *xrcd_init_attr);
+	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			 struct ibv_send_wr **bad_wr);
+	int (*post_srq_ops)(struct ibv_srq *srq, struct ibv_ops_wr *op,
+			    struct ibv_ops_wr **bad_op);
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
+			     struct ibv_recv_wr **bad_recv_wr);
+	int (*query_device_ex)(struct ibv_context *context,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr,
+			       size_t attr_size);
+	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
+	int (*query_port)(struct ibv_context *context, uint8_t port_num,
+			  struct ibv_port_attr *port_attr);
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			int attr_mask, struct ibv_qp_init_attr *init_attr);
+	int (*query_qp_data_in_order)(struct ibv_qp *qp, enum ibv_wr_opcode op,
+				      uint32_t flags);
+	int (*query_rt_values)(struct ibv_context *context,
+			       struct ibv_values_ex *values);
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
+	int (*read_counters)(struct ibv_counters *counters,
+			     uint64_t *counters_value, uint32_t ncounters,
+			     uint32_t flags);
+	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
+				    uint64_t dm_offset, size_t length,
+				    unsigned int access);
+	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset,
+					size_t length, uint64_t iova, int fd,
+					int access);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
+				 uint64_t hca_va, int access);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+			void *addr, size_t length, int access);
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
+	void (*unimport_dm)(struct ibv_dm *dm);
+	void (*unimport_mr)(struct ibv_mr *mr);
+	void (*unimport_pd)(struct ibv_pd *pd);
+};
+
+/*
+ * kern-abi.h: the write() command buffers.  Each is the uverbs command
+ * header followed by the kernel's core request struct (from
+ * <rdma/ib_user_verbs.h>); the provider appends its own request after it
+ * and passes the total size.  rdma-core embeds the kernel struct itself in
+ * an anonymous union; that struct ends in a flexible array, which C++ does
+ * not allow inside another struct, so the core fields are spelled out here
+ * (the static_asserts below tie them to the kernel header).
+ */
+struct ibv_get_context {		/* IB_USER_VERBS_CMD_GET_CONTEXT */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+};
+
+struct ibv_query_port {			/* IB_USER_VERBS_CMD_QUERY_PORT */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u8 port_num;
+	__u8 reserved[7];
+};
+
+struct ibv_alloc_pd {			/* IB_USER_VERBS_CMD_ALLOC_PD */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+};
+
+/*
+ * Functions libibverbs 44 exports to providers.  All of them are bound to
+ * IBVERBS_PRIVATE_34 at link time, so the provider fails to load (instead
+ * of misbehaving) against a libibverbs without that version node.
+ */
+void verbs_register_driver_34(const struct verbs_device_ops *ops);
+
+void __verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt,
+		 ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Allocates alloc_size zeroed bytes, initialises the verbs_context found
+ * (uintptr_t)context_offset bytes into them, takes ownership of cmd_fd
+ * (closed on failure).  Use the verbs_init_and_alloc_context() helper.
+ */
+void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
+				    size_t alloc_size,
+				    struct verbs_context *context_offset,
+				    uint32_t driver_id);
+void verbs_uninit_context(struct verbs_context *context);
+void verbs_set_ops(struct verbs_context *vctx,
+		   const struct verbs_context_ops *ops);
+
+/*
+ * The ibv_cmd_* helpers return 0 or a positive errno value.  cmd/resp
+ * point at buffers that start with the core struct and continue with the
+ * provider's udata; cmd_size/resp_size are the full sizes.
+ */
+int ibv_cmd_get_context(struct verbs_context *context,
+			struct ibv_get_context *cmd, size_t cmd_size,
+			struct ib_uverbs_get_context_resp *resp,
+			size_t resp_size);
+int ibv_cmd_query_device_any(struct ibv_context *context,
+			     const struct ibv_query_device_ex_input *input,
+			     struct ibv_device_attr_ex *attr, size_t attr_size,
+			     struct ib_uverbs_ex_query_device_resp *resp,
+			     size_t *resp_size);
+int ibv_cmd_query_port(struct ibv_context *context, uint8_t port_num,
+		       struct ibv_port_attr *port_attr,
+		       struct ibv_query_port *cmd, size_t cmd_size);
+int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
+		     struct ibv_alloc_pd *cmd, size_t cmd_size,
+		     struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+/* The write() command structs must be header + kernel core struct, exactly. */
+#define SROCE_ABI34_ASSERT_CMD(cmd, kstruct, first)                         \
+	static_assert(sizeof(struct cmd) ==                                  \
+			      sizeof(struct ib_uverbs_cmd_hdr) +             \
+				      sizeof(struct kstruct),                \
+		      #cmd " size");                                         \
+	static_assert(offsetof(struct cmd, first) ==                         \
+			      sizeof(struct ib_uverbs_cmd_hdr) +             \
+				      offsetof(struct kstruct, first),       \
+		      #cmd " layout")
+SROCE_ABI34_ASSERT_CMD(ibv_get_context, ib_uverbs_get_context, response);
+SROCE_ABI34_ASSERT_CMD(ibv_query_port, ib_uverbs_query_port, response);
+SROCE_ABI34_ASSERT_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd, response);
+static_assert(offsetof(struct ibv_query_port, port_num) ==
+		      sizeof(struct ib_uverbs_cmd_hdr) +
+			      offsetof(struct ib_uverbs_query_port, port_num),
+	      "ibv_query_port layout");
+#undef SROCE_ABI34_ASSERT_CMD
+
+static_assert(offsetof(struct verbs_device, device) == 0,
+	      "ibv_device must be first in verbs_device");
+
+#ifdef __cplusplus
+/* driver.h verbs_get_device(): ibv_device is the first member. */
+static inline struct verbs_device *verbs_get_device(const struct ibv_device *dev)
+{
+	return reinterpret_cast<struct verbs_device *>(
+		const_cast<struct ibv_device *>(dev));
+}
+
+/*
+ * driver.h verbs_init_and_alloc_context(), same call shape as rdma-core's:
+ *   ctx = verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx, drv_id);
+ * allocates *ctx zeroed (calloc inside libibverbs) and initialises the
+ * verbs_context member ibv_ctx.  It is released with verbs_uninit_context()
+ * then free(), so the wrapper type must be trivial.
+ */
+template <class T>
+static inline T *sroce_abi34_init_and_alloc_context(struct ibv_device *device,
+						    int cmd_fd, size_t offset,
+						    uint32_t driver_id)
+{
+	static_assert(std::is_trivial_v<T> && std::is_standard_layout_v<T>,
+		      "context wrapper is calloc()ed and free()d by C code");
+	return static_cast<T *>(_verbs_init_and_alloc_context(
+		device, cmd_fd, sizeof(T),
+		reinterpret_cast<struct verbs_context *>(offset), driver_id));
+}
+#define verbs_init_and_alloc_context(ibdev, cmd_fd, drv_ctx_ptr, ctx_memb,   \
+				     driver_id)                              \
+	({                                                                   \
+		using sroce_ctx_t_ = std::remove_pointer_t<decltype(drv_ctx_ptr)>; \
+		static_assert(std::is_same_v<decltype(sroce_ctx_t_::ctx_memb), \
+					     struct verbs_context>,          \
+			      #ctx_memb " must be a struct verbs_context");  \
+		sroce_abi34_init_and_alloc_context<sroce_ctx_t_>(            \
+			ibdev, cmd_fd, offsetof(sroce_ctx_t_, ctx_memb),     \
+			driver_id);                                          \
+	})
+#endif
+
+#endif /* SROCE_ABI34_H */

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+//
+// sroce.hpp - provider-internal types of the sroce rdma-core provider.
+//
+// Everything here has hidden visibility (-fvisibility=hidden); the shared
+// object exports nothing and registers itself from a constructor.
+#ifndef SROCE_PROVIDER_HPP
+#define SROCE_PROVIDER_HPP
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "abi34.h"
+#include <sroce-abi.h>
+
+namespace sroce {
+
+// The only uverbs/sroce ABI revision this provider speaks.
+inline constexpr uint32_t kAbiVersion = SROCE_UVERBS_ABI_VERSION;
+
+// container_of for the C structs libibverbs hands back.
+template <class Outer, class Inner>
+static inline Outer *container_of(Inner *p, size_t member_offset)
+{
+	return reinterpret_cast<Outer *>(reinterpret_cast<char *>(p) -
+					 member_offset);
+}
+
+// One per ibv_device libibverbs found and we claimed.
+struct device {
+	struct verbs_device ibv_dev;	// must be first
+	uint32_t abi_version;		// uverbs abi_version from sysfs
+};
+static_assert(offsetof(device, ibv_dev) == 0);
+
+// One per ibv_open_device().
+struct context {
+	struct verbs_context ibv_ctx;
+	uint32_t abi_version;		// sroce_alloc_ucontext_resp.abi_version
+	uint32_t flags;			// SROCE_CTX_F_*
+	uint32_t max_inline_data;
+};
+
+struct pd {
+	struct ibv_pd ibv_pd;
+	uint32_t pdn;
+};
+
+static inline context *to_sctx(struct ibv_context *ibctx)
+{
+	struct verbs_context *vctx = container_of<struct verbs_context>(
+		ibctx, offsetof(struct verbs_context, context));
+	return container_of<context>(vctx, offsetof(context, ibv_ctx));
+}
+
+static inline pd *to_spd(struct ibv_pd *ibpd)
+{
+	return container_of<pd>(ibpd, offsetof(pd, ibv_pd));
+}
+
+static inline device *to_sdev(struct ibv_device *ibdev)
+{
+	return container_of<device>(verbs_get_device(ibdev),
+				    offsetof(device, ibv_dev));
+}
+
+// A response buffer: the kernel's core response struct followed directly
+// by our driver response (rdma-core's DECLARE_DRV_CMD "_resp" half).  The
+// core struct ends in a flexible array, so it is kept as raw bytes of the
+// same size and alignment; libibverbs fills it through core().
+template <class KCore, class Drv>
+struct drv_resp {
+	alignas(KCore) unsigned char core_bytes[sizeof(KCore)];
+	Drv drv;
+
+	KCore *core() { return reinterpret_cast<KCore *>(core_bytes); }
+};
+
+// Shared sanity rules of DECLARE_DRV_CMD: no padding between the core and
+// driver parts, none after, 4-byte granularity (uverbs counts in words).
+template <class KCore, class Drv>
+constexpr bool drv_resp_layout_ok()
+{
+	using R = drv_resp<KCore, Drv>;
+	return std::is_standard_layout_v<R> && std::is_trivial_v<R> &&
+	       offsetof(R, drv) == sizeof(KCore) &&
+	       sizeof(R) == sizeof(KCore) + sizeof(Drv) && sizeof(R) % 4 == 0;
+}
+
+using get_context_resp =
+	drv_resp<struct ib_uverbs_get_context_resp, struct sroce_alloc_ucontext_resp>;
+using alloc_pd_resp =
+	drv_resp<struct ib_uverbs_alloc_pd_resp, struct sroce_alloc_pd_resp>;
+static_assert(drv_resp_layout_ok<struct ib_uverbs_get_context_resp,
+				 struct sroce_alloc_ucontext_resp>());
+static_assert(drv_resp_layout_ok<struct ib_uverbs_alloc_pd_resp,
+				 struct sroce_alloc_pd_resp>());
+
+// ---- device matching (sroce_provider.cpp) --------------------------------
+
+enum class match_result {
+	claimed,	// sroce device with a supported ABI
+	no_attr,	// no SROCE_SYSFS_ABI_ATTR: not ours (rxe, mlx5, ...)
+	foreign_driver,	// kernel reports a driver_id: another provider's device
+	bad_value,	// attribute present but not a decimal number
+	unsupported,	// sroce device, ABI outside [min_abi, max_abi]
+};
+
+// Decide whether the device at ibdev_path (a /sys/class/infiniband/<dev>
+// directory) is an sroce device this provider can drive.  *abi_out gets
+// the value read from the attribute (0 if none).
+match_result match_sysfs(const char *ibdev_path, uint32_t driver_id,
+			 uint32_t min_abi, uint32_t max_abi, uint32_t *abi_out);
+
+// Parse "libibverbs.so.1.14.<NN>.<x>" (any directory) into NN, the
+// rdma-core release; -1 if the name does not have that form.
+int rdma_core_release_from_path(const char *path);
+
+// ---- verbs (verbs.cpp) ----------------------------------------------------
+
+int query_device_ex(struct ibv_context *ibctx,
+		    const struct ibv_query_device_ex_input *input,
+		    struct ibv_device_attr_ex *attr, size_t attr_size);
+int query_port(struct ibv_context *ibctx, uint8_t port_num,
+	       struct ibv_port_attr *port_attr);
+struct ibv_pd *alloc_pd(struct ibv_context *ibctx);
+int dealloc_pd(struct ibv_pd *ibpd);
+
+} // namespace sroce
+
+#endif // SROCE_PROVIDER_HPP

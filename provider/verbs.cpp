@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+//
+// verbs.cpp - verbs objects: device/port queries, protection domains.
+// (QPs, CQs, MRs and the shared rings arrive with ring.hpp.)
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sroce.hpp"
+
+namespace sroce {
+
+int query_device_ex(struct ibv_context *ibctx,
+		    const struct ibv_query_device_ex_input *input,
+		    struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp;
+	size_t resp_size = sizeof(resp);
+
+	int ret = ibv_cmd_query_device_any(ibctx, input, attr, attr_size, &resp,
+					   &resp_size);
+	if (ret)
+		return ret;
+
+	// uverbs carries fw_ver as a number; show it the way rxe/siw do.
+	const uint64_t fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u.%u", static_cast<unsigned>((fw >> 32) & 0xffff),
+		 static_cast<unsigned>((fw >> 16) & 0xffff),
+		 static_cast<unsigned>(fw & 0xffff));
+	return 0;
+}
+
+int query_port(struct ibv_context *ibctx, uint8_t port_num,
+	       struct ibv_port_attr *port_attr)
+{
+	struct ibv_query_port cmd = {};
+
+	return ibv_cmd_query_port(ibctx, port_num, port_attr, &cmd, sizeof(cmd));
+}
+
+struct ibv_pd *alloc_pd(struct ibv_context *ibctx)
+{
+	auto *p = static_cast<pd *>(calloc(1, sizeof(pd)));
+	if (!p)
+		return nullptr;
+
+	struct ibv_alloc_pd cmd = {};
+	alloc_pd_resp resp = {};
+	int ret = ibv_cmd_alloc_pd(ibctx, &p->ibv_pd, &cmd, sizeof(cmd),
+				   resp.core(), sizeof(resp));
+	if (ret) {
+		free(p);
+		errno = ret;
+		return nullptr;
+	}
+	p->pdn = resp.drv.pdn;
+	return &p->ibv_pd;
+}
+
+int dealloc_pd(struct ibv_pd *ibpd)
+{
+	int ret = ibv_cmd_dealloc_pd(ibpd);
+	if (ret)
+		return ret;
+	free(to_spd(ibpd));
+	return 0;
+}
+
+} // namespace sroce

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Load and unload sroce 20 times, creating devices in two namespaces each
+# time and leaving them for rmmod to remove: no device, socket or netdev
+# reference may survive, and nothing may grow without bound.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+sroce_reset
+trap sroce_reset EXIT
+
+LOOPS=${LOOPS:-20}
+tap_plan 6
+
+vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500
+sroce_install
+
+slab_objs() { awk '$1 == "kmalloc-1k" || $1 == "kmalloc-2k" || $1 == "kmalloc-4k" {n += $2} END {print n}' /proc/slabinfo; }
+
+fails=0
+log=$(mktemp)
+for ((i = 0; i < LOOPS; i++)); do
+	{
+		modprobe sroce &&
+		ip netns exec nsA rdma link add "sroce$((2 * i))" type sroce netdev vethA &&
+		ip netns exec nsB rdma link add "sroce$((2 * i + 1))" type sroce netdev vethB &&
+		ibv_devinfo -d "sroce$((2 * i))" >/dev/null &&
+		[[ $(sroce_devices | wc -l) -eq 2 ]] &&
+		rmmod sroce &&
+		[[ $(sroce_devices | wc -l) -eq 0 ]]
+	} >>"$log" 2>&1 || { fails=$((fails + 1)); echo "loop $i failed" >>"$log"; rmmod sroce 2>/dev/null; }
+	[[ $i -eq 1 ]] && base=$(slab_objs)
+done
+tap_eq "$LOOPS load/create/rmmod cycles succeeded" "$fails" 0 || cat "$log" | sed 's/^/# /'
+tap_check "module gone" bash -c '! lsmod | grep -q "^sroce "'
+tap_check "no UDP 4791 socket left in nsA or nsB" \
+	bash -c '! ip netns exec nsA ss -Hul | grep -q :4791 && ! ip netns exec nsB ss -Hul | grep -q :4791'
+tap_check "vethA can still be deleted (no netdev reference leaked)" \
+	timeout 20 ip netns exec nsA ip link del vethA
+tap_check "no 'waiting for ... to become free' in the kernel log" \
+	bash -c '! dmesg | grep -q "waiting for .* to become free"'
+end=$(slab_objs)
+tap_check "kmalloc-1k..4k objects did not grow by more than 64 after warm-up ($base -> $end)" \
+	test $((end - base)) -lt 64
+rm -f "$log"
+tap_done

@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# shellcheck shell=bash
+#
+# Helpers for the sroce VM tests. Sourced by tests/vm/NN-*.sh inside the
+# guest, after lib.sh (TAP) and tools/vm/netlib.sh (namespaces).
+#
+# The guest's root is a tmpfs overlay over the host's, so installing the
+# module and the provider here changes nothing on the host.
+
+SROCE_REPO=${SROCE_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+SROCE_KO=${SROCE_KO:-$SROCE_REPO/kernel/sroce.ko}
+SROCE_PROVIDER=${SROCE_PROVIDER:-$SROCE_REPO/build/provider/libsroce}
+SROCE_BIN=${SROCE_BIN:-$SROCE_REPO/build/tests}
+KREL=$(uname -r)
+
+# Install the module where modprobe finds it and the provider where
+# libibverbs finds it (a driver file naming the build by absolute path).
+# The module indexes come from tools/stage-modules (depmod on the host):
+# depmod -a inside a TCG guest takes a minute.
+sroce_install() {
+	local mods=/lib/modules/$KREL
+	local stage=$SROCE_REPO/build/vm/modstage
+	if cmp -s "$SROCE_KO" "$stage/sroce.ko.built"; then
+		if ! cmp -s "$SROCE_KO" /run/sroce.ko.installed; then
+			cp -r "$stage/lib/modules/$KREL/updates" "$mods/"
+			cp "$stage/lib/modules/$KREL"/modules.* "$mods/"
+			cp "$SROCE_KO" /run/sroce.ko.installed
+		fi
+	else
+		echo "sroce_install: $stage is stale (run tools/stage-modules); installing with depmod" >&2
+		make -s -C "$SROCE_REPO" install-module KVER="$KREL"
+	fi
+	mkdir -p /etc/libibverbs.d
+	echo "driver $SROCE_PROVIDER" >/etc/libibverbs.d/sroce.driver
+}
+
+sroce_load() {
+	sroce_install
+	modprobe sroce
+}
+
+# Remove every sroce device and the module; rxe too if loaded.
+sroce_unload() {
+	local d
+	for d in $(sroce_devices); do
+		rdma link delete "$d" 2>/dev/null || true
+	done
+	modprobe -r sroce 2>/dev/null || rmmod sroce 2>/dev/null || true
+}
+
+# Start a test from a clean guest: no sroce or rxe device or module, no
+# namespace, no veth left over from an earlier script.
+sroce_reset() {
+	local d ns
+	sroce_unload
+	for d in $(ls /sys/class/infiniband 2>/dev/null); do
+		rdma link delete "$d" 2>/dev/null || true
+	done
+	modprobe -r rdma_rxe 2>/dev/null || true
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+		ip netns del "$ns"
+	done
+	for d in $(ip -o link show type veth 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+		ip link del "$d" 2>/dev/null || true
+	done
+}
+
+# Names of the sroce devices that exist (by their sysfs ABI attribute).
+sroce_devices() {
+	local f
+	for f in /sys/class/infiniband/*/sroce_abi_version; do
+		[[ -e $f ]] || continue
+		basename "$(dirname "$f")"
+	done
+}
+
+# sroce_port_state DEV -> ACTIVE / DOWN / ... from sysfs ("4: ACTIVE").
+sroce_port_state() {
+	local s
+	s=$(cat "/sys/class/infiniband/$1/ports/1/state" 2>/dev/null) || return 1
+	echo "${s#*: }"
+}
+
+# Index of the GID equal to $2 on device $1, port 1, whose type is $3
+# (default "RoCE v2"); prints the index, fails when there is none.
+sroce_gid_index() {
+	local dev=$1 want=$2 type=${3:-RoCE v2} f i gid t
+	# Builtins only: a fork per entry of a 1024-entry table costs a minute
+	# under TCG.
+	for f in /sys/class/infiniband/"$dev"/ports/1/gids/*; do
+		read -r gid <"$f" 2>/dev/null || continue
+		[[ $gid == "$want" ]] || continue
+		i=${f##*/}
+		read -r t <"/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i" 2>/dev/null
+		[[ $t == "$type" ]] || continue
+		echo "$i"
+		return 0
+	done
+	return 1
+}
+
+# The GID form of an IPv4 address as sysfs prints it: ::ffff:a.b.c.d
+# in full hex groups, e.g. 0000:0000:0000:0000:0000:ffff:0a4d:0001.
+sroce_ipv4_gid() {
+	local IFS=.
+	# shellcheck disable=SC2086
+	set -- $1
+	printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x\n' "$1" "$2" "$3" "$4"
+}
+
+# Read one hw counter of DEV (port 1).
+sroce_counter() {
+	cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"
+}
+
+# contains TEXT ERE: TEXT has a line matching ERE (for tap_check, whose
+# commands get no stdin, so here-strings cannot feed them).
+contains() {
+	grep -Eq -- "$2" <<<"$1"
+}
+
+# Wait until COMMAND succeeds, up to SECONDS (default 10).
+sroce_wait() {
+	local secs=$1 i
+	shift
+	for ((i = 0; i < secs * 10; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+export -f contains sroce_devices sroce_port_state sroce_gid_index sroce_ipv4_gid \
+	sroce_counter sroce_wait
