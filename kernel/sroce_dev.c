@@ -235,6 +235,9 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_RX_BYTES] = { .name = "rx_bytes" },
 	[SROCE_CNT_RX_DROP_NO_QP] = { .name = "rx_drop_no_qp" },
 	[SROCE_CNT_PORT_EVENTS] = { .name = "port_events" },
+	[SROCE_CNT_DOORBELLS] = { .name = "doorbells" },
+	[SROCE_CNT_BAD_WQE] = { .name = "bad_wqe" },
+	[SROCE_CNT_BAD_RING] = { .name = "bad_ring_index" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);
@@ -308,7 +311,15 @@ static void sroce_dealloc_driver(struct ib_device *ibdev)
 
 	sroce_net_detach(sdev);
 	WARN_ON(!xa_empty(&sdev->pd_xa));
+	WARN_ON(!xa_empty(&sdev->cq_xa));
+	WARN_ON(!xa_empty(&sdev->key_xa));
+	WARN_ON(!xa_empty(&sdev->ah_xa));
+	WARN_ON(!xa_empty(&sdev->qp_xa));
 	xa_destroy(&sdev->pd_xa);
+	xa_destroy(&sdev->cq_xa);
+	xa_destroy(&sdev->key_xa);
+	xa_destroy(&sdev->ah_xa);
+	xa_destroy(&sdev->qp_xa);
 	free_percpu(sdev->counters);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	sroce_dev_list_del(sdev);
@@ -320,22 +331,48 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
 
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
+	.alloc_mr = sroce_alloc_mr,
 	.alloc_pd = sroce_alloc_pd,
 	.alloc_ucontext = sroce_alloc_ucontext,
+	.create_ah = sroce_create_ah,
+	.create_cq = sroce_create_cq,
+	.create_qp = sroce_create_qp,
+	.create_user_ah = sroce_create_ah,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.dereg_mr = sroce_dereg_mr,
+	.destroy_ah = sroce_destroy_ah,
+	.destroy_cq = sroce_destroy_cq,
+	.destroy_qp = sroce_destroy_qp,
 	.device_group = &sroce_dev_attr_group,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
+	.get_dma_mr = sroce_get_dma_mr,
 	.get_hw_stats = sroce_get_hw_stats,
 	.get_link_layer = sroce_get_link_layer,
 	.get_port_immutable = sroce_get_port_immutable,
+	.map_mr_sg = sroce_map_mr_sg,
+	.mmap = sroce_mmap,
+	.mmap_free = sroce_mmap_free,
 	.modify_device = sroce_modify_device,
+	.modify_qp = sroce_modify_qp,
+	.poll_cq = sroce_poll_cq,
+	.post_recv = sroce_post_recv,
+	.post_send = sroce_post_send,
+	.query_ah = sroce_query_ah,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
+	.query_qp = sroce_query_qp,
+	.reg_user_mr = sroce_reg_user_mr,
+	.req_notify_cq = sroce_req_notify_cq,
+	.rereg_user_mr = sroce_rereg_user_mr,
+	.resize_cq = sroce_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
 };
 
@@ -383,6 +420,10 @@ int sroce_dev_create(const char *ibdev_name, struct net_device *ndev)
 	INIT_LIST_HEAD(&sdev->list);
 	spin_lock_init(&sdev->port_lock);
 	xa_init_flags(&sdev->pd_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->cq_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->key_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
 	sdev->counters = alloc_percpu(struct sroce_counters);
 	if (!sdev->counters) {
 		err = -ENOMEM;

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sroce: memory regions — user MRs (pinned through ib_umem), the kernel
+ * DMA MR, fast-registration MRs for kernel ULPs, and the key table.
+ *
+ * Keys: an lkey/rkey is (index << 8) | variant. The index comes from
+ * sdev->key_xa (cyclic, bounded by SROCE_MAX_MR), the variant byte from a
+ * device-wide generation counter, so a key that named a freed MR does not
+ * name its successor at the same index. lkey == rkey.
+ *
+ * Lifetime: the data path finds an MR by key under RCU and takes a
+ * reference (sroce_mr_get). dereg removes the key first, then waits for
+ * the references in flight to drop before it unpins the pages.
+ *
+ * Locking: key_xa has its own lock; an MR is immutable between
+ * registration and dereg (rereg builds a new MR), except the FRWR page
+ * list, which the owner QP's send path serialises.
+ */
+
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <rdma/ib_umem.h>
+
+#include "sroce.h"
+
+#define SROCE_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+			 IB_ACCESS_MW_BIND | IB_ACCESS_HUGETLB | \
+			 IB_ACCESS_RELAXED_ORDERING)
+
+static int sroce_mr_check_access(struct ib_device *ibdev, int access)
+{
+	int err = ib_check_mr_access(ibdev, access);
+
+	if (err)
+		return err;
+	if (access & ~SROCE_MR_ACCESS)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type,
+				     int access)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_mr *mr;
+	u32 index;
+	u8 variant;
+	int err;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->type = type;
+	mr->access = access;
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->released);
+
+	err = xa_alloc_cyclic(&sdev->key_xa, &index, mr,
+			      XA_LIMIT(1, SROCE_MAX_MR), &sdev->key_next,
+			      GFP_KERNEL);
+	if (err < 0) {
+		kfree(mr);
+		return ERR_PTR(err == -EBUSY ? -ENOMEM : err);
+	}
+	variant = (u8)atomic_inc_return(&sdev->key_gen);
+	mr->ibmr.lkey = (index << 8) | variant;
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	return mr;
+}
+
+/* Remove the key, wait out the data path, free what the MR owns. */
+static void sroce_mr_destroy(struct sroce_dev *sdev, struct sroce_mr *mr)
+{
+	xa_erase(&sdev->key_xa, mr->ibmr.lkey >> 8);
+	sroce_mr_put(mr);
+	wait_for_completion(&mr->released);
+
+	ib_umem_release(mr->umem);
+	kvfree(mr->pages);
+	kfree(mr->page_list);
+	kfree_rcu(mr, rcu);
+}
+
+/**
+ * sroce_mr_get - find the MR a key names and take a reference on it
+ * @sdev: the device
+ * @key: an lkey or rkey
+ *
+ * Return: the MR (release with sroce_mr_put()), or NULL when the key names
+ * no live MR (unknown index, stale variant, being deregistered).
+ */
+struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, u32 key)
+{
+	struct sroce_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->key_xa, key >> 8);
+	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->ref)))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
+void sroce_mr_put(struct sroce_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->ref))
+		complete(&mr->released);
+}
+
+/* Does [addr, addr + len) lie inside the region @mr names? */
+bool sroce_mr_covers(const struct sroce_mr *mr, u64 addr, u64 len)
+{
+	if (addr + len < addr)
+		return false;
+	if (mr->type == SROCE_MR_DMA)
+		return true;
+	return addr >= mr->iova && addr + len <= mr->iova + mr->length;
+}
+
+struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct sroce_mr *mr;
+	int err;
+
+	err = sroce_mr_check_access(ibpd->device, access);
+	if (err)
+		return ERR_PTR(err);
+	mr = sroce_mr_new(ibpd, SROCE_MR_DMA, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->iova = 0;
+	mr->length = U64_MAX;
+	return &mr->ibmr;
+}
+
+/* Pin [start, start + length) and record its pages in order. */
+static int sroce_mr_pin(struct sroce_mr *mr, struct ib_device *ibdev,
+			u64 start, u64 length, int access)
+{
+	struct sg_page_iter iter;
+	struct ib_umem *umem;
+	size_t n = 0;
+
+	umem = ib_umem_get(ibdev, start, length, access);
+	if (IS_ERR(umem))
+		return PTR_ERR(umem);
+
+	mr->npages = ib_umem_num_pages(umem);
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages) {
+		ib_umem_release(umem);
+		return -ENOMEM;
+	}
+	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
+		if (WARN_ON_ONCE(n >= mr->npages))
+			break;
+		mr->pages[n++] = sg_page_iter_page(&iter);
+	}
+	mr->umem = umem;
+	mr->offset = ib_umem_offset(umem);
+	return 0;
+}
+
+static struct sroce_mr *sroce_mr_new_user(struct ib_pd *ibpd, u64 start,
+					  u64 length, u64 iova, int access)
+{
+	struct sroce_mr *mr;
+	int err;
+
+	if (!length)
+		return ERR_PTR(-EINVAL);
+	if (iova + length < iova || start + length < start)
+		return ERR_PTR(-EOVERFLOW);
+	err = sroce_mr_check_access(ibpd->device, access);
+	if (err)
+		return ERR_PTR(err);
+
+	mr = sroce_mr_new(ibpd, SROCE_MR_USER, access);
+	if (IS_ERR(mr))
+		return mr;
+	err = sroce_mr_pin(mr, ibpd->device, start, length, access);
+	if (err) {
+		sroce_mr_destroy(to_sdev(ibpd->device), mr);
+		return ERR_PTR(err);
+	}
+	mr->start = start;
+	mr->iova = iova;
+	mr->length = length;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	return mr;
+}
+
+struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct sroce_mr *mr = sroce_mr_new_user(ibpd, start, length, iova,
+						access);
+
+	return IS_ERR(mr) ? ERR_CAST(mr) : &mr->ibmr;
+}
+
+/*
+ * Re-registration builds a new MR (new keys) from the old one's
+ * attributes and the changed ones; ib_core swaps it in and deregisters
+ * the old MR, so the data path never sees a half-changed region.
+ */
+struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct sroce_mr *old = to_smr(ibmr);
+	struct sroce_mr *mr;
+
+	if (flags & ~IB_MR_REREG_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (old->type != SROCE_MR_USER)
+		return ERR_PTR(-EINVAL);
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = old->start;
+		length = old->length;
+		iova = old->iova;
+	}
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = old->access;
+	if (!(flags & IB_MR_REREG_PD))
+		ibpd = ibmr->pd;
+
+	mr = sroce_mr_new_user(ibpd, start, length, iova, access);
+	return IS_ERR(mr) ? ERR_CAST(mr) : &mr->ibmr;
+}
+
+struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg)
+{
+	struct sroce_mr *mr;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EINVAL);
+	if (!max_num_sg || max_num_sg > SROCE_MAX_FRPL_LEN)
+		return ERR_PTR(-EINVAL);
+
+	mr = sroce_mr_new(ibpd, SROCE_MR_FAST, 0);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->page_list = kcalloc(max_num_sg, sizeof(*mr->page_list),
+				GFP_KERNEL);
+	if (!mr->page_list) {
+		sroce_mr_destroy(to_sdev(ibpd->device), mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr->max_pages = max_num_sg;
+	return &mr->ibmr;
+}
+
+static int sroce_mr_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	if (mr->nmapped >= mr->max_pages)
+		return -ENOMEM;
+	mr->page_list[mr->nmapped++] = addr;
+	return 0;
+}
+
+int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	mr->nmapped = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset,
+			      sroce_mr_set_page);
+}
+
+int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	sroce_mr_destroy(to_sdev(ibmr->device), to_smr(ibmr));
+	return 0;
+}

@@ -1,0 +1,812 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sroce: queue pairs — creation with their shared rings, the IBTA state
+ * machine (modify/query), kernel posting, the user doorbell with its WQE
+ * validation, and flushing.
+ *
+ * Rings: the SQ and RQ are struct sroce_queue rings (see sroce_queue.h).
+ * A slot is retired (cons advanced) only when its completion is posted,
+ * so the ring depth bounds the work outstanding. qp->sq_checked counts
+ * the WQEs the kernel has already validated: [cons, sq_checked) are
+ * accepted and wait for the requester; [sq_checked, prod) are new.
+ *
+ * Locking:
+ *  - qp->state_lock (spinlock, bh) guards qp->state and the attributes
+ *    modify_qp changes; the data path reads state under it.
+ *  - qp->sq_lock (spinlock, irqsave) serialises the SQ consumer side:
+ *    validation, retiring and flushing. qp->rq_lock the same for the RQ.
+ *  - qp->post_lock serialises kernel posters (the SQ/RQ producer side of
+ *    kernel QPs); userspace is the producer of user QPs.
+ *  Order: state_lock, then sq_lock/rq_lock, then the CQ's lock.
+ */
+
+#include <linux/etherdevice.h>
+#include <linux/slab.h>
+#include <rdma/ib_cache.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "sroce.h"
+
+#define SROCE_FIRST_QPN		16
+#define SROCE_SEND_SGE_MAX	min(SROCE_MAX_SGE, 255)
+
+static const char *const sroce_qp_state_name[] = {
+	[IB_QPS_RESET] = "RESET", [IB_QPS_INIT] = "INIT", [IB_QPS_RTR] = "RTR",
+	[IB_QPS_RTS] = "RTS", [IB_QPS_SQD] = "SQD", [IB_QPS_SQE] = "SQE",
+	[IB_QPS_ERR] = "ERR",
+};
+
+struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn)
+{
+	struct sroce_qp *qp = xa_load(&sdev->qp_xa, qpn);
+
+	return qp ? &qp->ibqp : NULL;
+}
+
+/* Ring geometry for the capabilities asked; reports what it grants. */
+static u32 sroce_sq_stride(struct ib_qp_cap *cap)
+{
+	u32 payload = max(cap->max_send_sge * (u32)sizeof(struct sroce_sge),
+			  cap->max_inline_data);
+
+	return roundup_pow_of_two(SROCE_SEND_WQE_HDR + max(payload, 16U));
+}
+
+static u32 sroce_rq_stride(struct ib_qp_cap *cap)
+{
+	u32 bytes = SROCE_RECV_WQE_HDR +
+		    max(cap->max_recv_sge, 1U) * sizeof(struct sroce_sge);
+
+	return roundup_pow_of_two(max(bytes, 64U));
+}
+
+static int sroce_qp_check_init(struct ib_qp_init_attr *init)
+{
+	struct ib_qp_cap *cap = &init->cap;
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	if (init->create_flags || init->srq)
+		return -EOPNOTSUPP;
+	if (!init->send_cq || !init->recv_cq)
+		return -EINVAL;
+	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
+	    cap->max_recv_wr > SROCE_MAX_QP_WR ||
+	    cap->max_send_sge > SROCE_SEND_SGE_MAX ||
+	    cap->max_recv_sge > SROCE_MAX_SGE ||
+	    cap->max_inline_data > SROCE_MAX_INLINE)
+		return -EINVAL;
+	return 0;
+}
+
+static void sroce_qp_grant_caps(struct sroce_qp *qp, struct ib_qp_cap *cap)
+{
+	u32 sq_room = (1U << qp->sq.stride_shift) - SROCE_SEND_WQE_HDR;
+	u32 rq_room = (1U << qp->rq.stride_shift) - SROCE_RECV_WQE_HDR;
+
+	qp->max_send_sge = min_t(u32, sq_room / sizeof(struct sroce_sge),
+				 SROCE_SEND_SGE_MAX);
+	qp->max_inline = min_t(u32, sq_room, SROCE_MAX_INLINE);
+	qp->max_recv_sge = min_t(u32, rq_room / sizeof(struct sroce_sge),
+				 SROCE_MAX_SGE);
+
+	cap->max_send_wr = qp->sq.entries;
+	cap->max_recv_wr = qp->rq.entries;
+	cap->max_send_sge = qp->max_send_sge;
+	cap->max_recv_sge = qp->max_recv_sge;
+	cap->max_inline_data = qp->max_inline;
+}
+
+static struct ib_ucontext *sroce_qp_ucontext(struct ib_udata *udata)
+{
+	return &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+					  ibuc)->ibuc;
+}
+
+int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_create_qp_resp resp = {};
+	u32 sq_entries, rq_entries;
+	int err;
+
+	err = sroce_qp_check_init(init);
+	if (err)
+		return err;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+
+	spin_lock_init(&qp->state_lock);
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
+	spin_lock_init(&qp->post_lock);
+	qp->state = IB_QPS_RESET;
+	qp->scq = to_scq(init->send_cq);
+	qp->rcq = to_scq(init->recv_cq);
+	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->is_user = !!udata;
+
+	sq_entries = roundup_pow_of_two(max(init->cap.max_send_wr, 1U));
+	rq_entries = roundup_pow_of_two(max(init->cap.max_recv_wr, 1U));
+	err = sroce_queue_init(&qp->sq, sq_entries,
+			       sroce_sq_stride(&init->cap));
+	if (err)
+		return err;
+	err = sroce_queue_init(&qp->rq, rq_entries,
+			       sroce_rq_stride(&init->cap));
+	if (err)
+		goto err_sq;
+
+	err = xa_alloc_cyclic(&sdev->qp_xa, &qp->qpn, qp,
+			      XA_LIMIT(SROCE_FIRST_QPN,
+				       SROCE_FIRST_QPN + SROCE_MAX_QP - 1),
+			      &sdev->qp_next, GFP_KERNEL);
+	if (err < 0) {
+		err = err == -EBUSY ? -ENOMEM : err;
+		goto err_rq;
+	}
+	ibqp->qp_num = qp->qpn;
+	sroce_qp_grant_caps(qp, &init->cap);
+
+	if (udata) {
+		struct ib_ucontext *uctx = sroce_qp_ucontext(udata);
+
+		err = sroce_queue_map_user(&qp->sq, uctx, &resp.sq);
+		if (err)
+			goto err_xa;
+		err = sroce_queue_map_user(&qp->rq, uctx, &resp.rq);
+		if (err)
+			goto err_xa;
+		resp.qpn = qp->qpn;
+		resp.max_inline_data = qp->max_inline;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_xa;
+	}
+	/* Nothing runs until the QP leaves RESET: no kick is needed yet. */
+	return 0;
+
+err_xa:
+	xa_erase(&sdev->qp_xa, qp->qpn);
+err_rq:
+	sroce_queue_free(&qp->rq);
+err_sq:
+	sroce_queue_free(&qp->sq);
+	return err;
+}
+
+/* Completion opcode for a send WQE opcode (also used for flushes). */
+static u8 sroce_wc_opcode(u8 wr_opcode)
+{
+	switch (wr_opcode) {
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case SROCE_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	case SROCE_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case SROCE_WR_BIND_MW:
+		return IB_WC_BIND_MW;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/*
+ * Retire the oldest SQ WQE with @status: post its completion (always for
+ * an error, else when signalled) and free its slot. Called with sq_lock.
+ */
+static void sroce_qp_retire_send(struct sroce_qp *qp, u8 status)
+{
+	const struct sroce_send_wqe *slot = sroce_queue_consumer_elem(&qp->sq);
+	struct sroce_cqe cqe = {
+		.wr_id = READ_ONCE(slot->wr_id),
+		.status = status,
+		.opcode = sroce_wc_opcode(READ_ONCE(slot->opcode)),
+		.qp_num = qp->qpn,
+		.port_num = 1,
+	};
+	bool signaled = qp->sig_all ||
+			(READ_ONCE(slot->flags) & SROCE_WQE_F_SIGNALED);
+
+	if (status != IB_WC_SUCCESS || signaled)
+		sroce_cq_post(qp->scq, &cqe, false);
+	if (qp->sq_checked == qp->sq.cons)
+		qp->sq_checked++;
+	sroce_queue_consumer_advance(&qp->sq, 1);
+}
+
+static void sroce_qp_retire_recv(struct sroce_qp *qp, u8 status)
+{
+	const struct sroce_recv_wqe *slot = sroce_queue_consumer_elem(&qp->rq);
+	struct sroce_cqe cqe = {
+		.wr_id = READ_ONCE(slot->wr_id),
+		.status = status,
+		.opcode = IB_WC_RECV,
+		.qp_num = qp->qpn,
+		.port_num = 1,
+	};
+
+	sroce_cq_post(qp->rcq, &cqe, false);
+	sroce_queue_consumer_advance(&qp->rq, 1);
+}
+
+/*
+ * Complete every outstanding WQE of both queues with WR_FLUSH_ERR, oldest
+ * first, exactly once: a slot is retired as its completion is posted. A
+ * corrupt producer index flushes nothing it cannot trust.
+ */
+static void sroce_qp_flush(struct sroce_qp *qp)
+{
+	unsigned long flags;
+	int n;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	n = sroce_queue_refresh_prod(&qp->sq);
+	while (n-- > 0)
+		sroce_qp_retire_send(qp, IB_WC_WR_FLUSH_ERR);
+	qp->sq_checked = qp->sq.cons;
+	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	n = sroce_queue_refresh_prod(&qp->rq);
+	while (n-- > 0)
+		sroce_qp_retire_recv(qp, IB_WC_WR_FLUSH_ERR);
+	sroce_queue_set_flags(&qp->rq, SROCE_RING_F_ERROR);
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+}
+
+static void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.element.qp = &qp->ibqp,
+		.event = type,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/**
+ * sroce_qp_error - move @qp to the error state and flush it
+ * @qp: the queue pair
+ * @fatal: also raise IB_EVENT_QP_FATAL (the QP failed, not the user)
+ */
+void sroce_qp_error(struct sroce_qp *qp, bool fatal)
+{
+	spin_lock_bh(&qp->state_lock);
+	qp->state = IB_QPS_ERR;
+	spin_unlock_bh(&qp->state_lock);
+	sroce_qp_flush(qp);
+	if (fatal)
+		sroce_qp_event(qp, IB_EVENT_QP_FATAL);
+}
+
+/* Empty both rings without completions (the move to RESET). */
+static void sroce_qp_reset_rings(struct sroce_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	if (sroce_queue_refresh_prod(&qp->sq) >= 0)
+		sroce_queue_consumer_advance(&qp->sq,
+					     sroce_queue_count(&qp->sq));
+	qp->sq_checked = qp->sq.cons;
+	sroce_queue_clear_flags(&qp->sq, SROCE_RING_F_ERROR);
+	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	if (sroce_queue_refresh_prod(&qp->rq) >= 0)
+		sroce_queue_consumer_advance(&qp->rq,
+					     sroce_queue_count(&qp->rq));
+	sroce_queue_clear_flags(&qp->rq, SROCE_RING_F_ERROR);
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+}
+
+/* Range checks of the attributes ib_modify_qp_is_ok() lets through. */
+static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
+			       int mask)
+{
+	if ((mask & IB_QP_PORT) && attr->port_num != 1)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index >= SROCE_MAX_PKEYS)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > SROCE_MAX_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > SROCE_MAX_RD_ATOM)
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > 0xffffff)
+		return -EINVAL;
+	if ((mask & IB_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
+				       IB_ACCESS_REMOTE_READ |
+				       IB_ACCESS_REMOTE_ATOMIC |
+				       IB_ACCESS_LOCAL_WRITE)))
+		return -EINVAL;
+	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static void sroce_qp_apply_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
+				int mask, const struct sroce_av *av)
+{
+	struct sroce_qp_attr *a = &qp->attr;
+
+	if (mask & IB_QP_PKEY_INDEX)
+		a->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_QKEY)
+		a->qkey = attr->qkey;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		a->access = attr->qp_access_flags;
+	if (mask & IB_QP_AV)
+		a->av = *av;
+	if (mask & IB_QP_PATH_MTU)
+		a->path_mtu = attr->path_mtu;
+	if (mask & IB_QP_TIMEOUT)
+		a->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		a->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_RQ_PSN)
+		a->rq_psn = attr->rq_psn & 0xffffff;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		a->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_SQ_PSN)
+		a->sq_psn = attr->sq_psn & 0xffffff;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		a->dest_qpn = attr->dest_qp_num;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		a->en_sqd_async_notify = attr->en_sqd_async_notify;
+}
+
+int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state cur, next;
+	struct sroce_av av;
+	int err;
+
+	if (udata && udata->inlen)
+		return -EINVAL;
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+
+	spin_lock_bh(&qp->state_lock);
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	if (cur != qp->state && !(cur == IB_QPS_SQE && qp->state == IB_QPS_RTS)) {
+		spin_unlock_bh(&qp->state_lock);
+		return -EINVAL;
+	}
+	spin_unlock_bh(&qp->state_lock);
+
+	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask))
+		return -EINVAL;
+	err = sroce_qp_check_attr(qp, attr, mask);
+	if (err)
+		return err;
+	if (mask & IB_QP_AV) {
+		err = sroce_av_from_attr(&av, &attr->ah_attr);
+		if (err)
+			return err;
+	}
+
+	spin_lock_bh(&qp->state_lock);
+	sroce_qp_apply_attr(qp, attr, mask, &av);
+	qp->state = next;
+	spin_unlock_bh(&qp->state_lock);
+
+	pr_debug("%s: qp %u %s -> %s\n", dev_name(&ibqp->device->dev),
+		 qp->qpn, sroce_qp_state_name[cur], sroce_qp_state_name[next]);
+
+	if (next == IB_QPS_RESET && cur != IB_QPS_RESET)
+		sroce_qp_reset_rings(qp);
+	else if (next == IB_QPS_ERR)
+		sroce_qp_flush(qp);
+	else if (next == IB_QPS_SQD && cur != IB_QPS_SQD &&
+		 qp->attr.en_sqd_async_notify)
+		/* Nothing is in flight before the transport takes WQEs. */
+		sroce_qp_event(qp, IB_EVENT_SQ_DRAINED);
+	return 0;
+}
+
+int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_qp_attr *a = &qp->attr;
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+
+	spin_lock_bh(&qp->state_lock);
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->path_mtu = a->path_mtu;
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->qkey = a->qkey;
+	attr->rq_psn = a->rq_psn;
+	attr->sq_psn = a->sq_psn;
+	attr->dest_qp_num = a->dest_qpn;
+	attr->qp_access_flags = a->access;
+	attr->pkey_index = a->pkey_index;
+	attr->en_sqd_async_notify = a->en_sqd_async_notify;
+	attr->sq_draining = 0;
+	attr->max_rd_atomic = a->max_rd_atomic;
+	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	attr->min_rnr_timer = a->min_rnr_timer;
+	attr->port_num = 1;
+	attr->timeout = a->timeout;
+	attr->retry_cnt = a->retry_cnt;
+	attr->rnr_retry = a->rnr_retry;
+	if (ibqp->qp_type != IB_QPT_UD) {
+		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+		rdma_ah_set_grh(&attr->ah_attr, &a->av.dgid, a->av.flow_label,
+				a->av.sgid_index, a->av.hop_limit,
+				a->av.traffic_class);
+		rdma_ah_set_sl(&attr->ah_attr, a->av.sl);
+		rdma_ah_set_port_num(&attr->ah_attr, 1);
+		ether_addr_copy(attr->ah_attr.roce.dmac, a->av.dmac);
+	}
+	spin_unlock_bh(&qp->state_lock);
+
+	attr->cap.max_send_wr = qp->sq.entries;
+	attr->cap.max_recv_wr = qp->rq.entries;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+
+	init->event_handler = ibqp->event_handler;
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+	init->qp_type = ibqp->qp_type;
+	init->port_num = 1;
+	return 0;
+}
+
+int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+
+	spin_lock_bh(&qp->state_lock);
+	qp->state = IB_QPS_ERR;
+	spin_unlock_bh(&qp->state_lock);
+
+	xa_erase(&sdev->qp_xa, qp->qpn);
+	sroce_queue_free(&qp->sq);
+	sroce_queue_free(&qp->rq);
+	return 0;
+}
+
+/* The doorbell and kernel posting ----------------------------------- */
+
+static bool sroce_wqe_opcode_ok(enum ib_qp_type type, u8 opcode)
+{
+	switch (opcode) {
+	case SROCE_WR_SEND:
+	case SROCE_WR_SEND_WITH_IMM:
+		return true;
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+	case SROCE_WR_LOCAL_INV:
+	case SROCE_WR_BIND_MW:
+		return type != IB_QPT_UD;
+	case SROCE_WR_RDMA_READ:
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+	case SROCE_WR_SEND_WITH_INV:
+		return type == IB_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+/**
+ * sroce_wqe_check - validate a private copy of a send WQE
+ * @qp: the queue pair it was posted to
+ * @wqe: the copy (never the shared slot: userspace may rewrite that)
+ * @sge: the copy's SGEs (max_send_sge of them)
+ *
+ * Return: IB_WC_SUCCESS, or the completion status the WQE fails with.
+ */
+static u8 sroce_wqe_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
+			  const struct sroce_sge *sge)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	u64 total = 0;
+	int i;
+
+	if (!sroce_wqe_opcode_ok(qp->ibqp.qp_type, wqe->opcode))
+		return IB_WC_LOC_QP_OP_ERR;
+	if (wqe->flags & ~(SROCE_WQE_F_SIGNALED | SROCE_WQE_F_SOLICITED |
+			   SROCE_WQE_F_FENCE | SROCE_WQE_F_INLINE))
+		return IB_WC_LOC_QP_OP_ERR;
+
+	if (wqe->flags & SROCE_WQE_F_INLINE)
+		return wqe->inline_len <= qp->max_inline ?
+			IB_WC_SUCCESS : IB_WC_LOC_LEN_ERR;
+
+	if (wqe->num_sge > qp->max_send_sge)
+		return IB_WC_LOC_LEN_ERR;
+	for (i = 0; i < wqe->num_sge; i++) {
+		struct sroce_mr *mr;
+
+		total += sge[i].length;
+		if (!sge[i].length)
+			continue;
+		mr = sroce_mr_get(sdev, sge[i].lkey);
+		if (!mr)
+			return IB_WC_LOC_PROT_ERR;
+		if (!sroce_mr_covers(mr, sge[i].addr, sge[i].length) ||
+		    mr->ibmr.pd != qp->ibqp.pd) {
+			sroce_mr_put(mr);
+			return IB_WC_LOC_PROT_ERR;
+		}
+		sroce_mr_put(mr);
+	}
+	if (total > (1ULL << 31))
+		return IB_WC_LOC_LEN_ERR;
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * Validate the WQEs userspace published since the last doorbell. A bad
+ * WQE completes with its error status, the QP goes to error and the rest
+ * is flushed; a corrupt producer index is fatal to the QP. Accepted WQEs
+ * wait in [cons, sq_checked) for the requester.
+ */
+static void sroce_qp_doorbell(struct sroce_qp *qp)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_sge sge[SROCE_MAX_SGE];
+	struct sroce_send_wqe wqe;
+	unsigned long flags;
+	u8 status = IB_WC_SUCCESS;
+	int n;
+
+	sroce_count(sdev, SROCE_CNT_DOORBELLS, 1);
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	n = sroce_queue_refresh_prod(&qp->sq);
+	if (n < 0) {
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		sroce_count(sdev, SROCE_CNT_BAD_RING, 1);
+		sroce_qp_error(qp, true);
+		return;
+	}
+	while (qp->sq_checked != qp->sq.prod) {
+		const u8 *slot = sroce_queue_elem(&qp->sq, qp->sq_checked);
+
+		memcpy(&wqe, slot, sizeof(wqe));
+		memcpy(sge, slot + SROCE_SEND_WQE_HDR,
+		       min_t(size_t, sizeof(sge),
+			     (1U << qp->sq.stride_shift) - SROCE_SEND_WQE_HDR));
+		status = sroce_wqe_check(qp, &wqe, sge);
+		if (status != IB_WC_SUCCESS)
+			break;
+		qp->sq_checked++;
+	}
+	if (status != IB_WC_SUCCESS) {
+		/*
+		 * Until the requester executes accepted WQEs, those before
+		 * the bad one can only be flushed ahead of its error
+		 * completion; with the requester, validation moves to its
+		 * fetch and the predecessors are already done by then.
+		 */
+		while (qp->sq.cons != qp->sq_checked)
+			sroce_qp_retire_send(qp, IB_WC_WR_FLUSH_ERR);
+		sroce_qp_retire_send(qp, status);
+	}
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+	if (status != IB_WC_SUCCESS) {
+		sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
+		sroce_qp_error(qp, false);
+	}
+}
+
+static enum ib_qp_state sroce_qp_state(struct sroce_qp *qp)
+{
+	enum ib_qp_state state;
+
+	spin_lock_bh(&qp->state_lock);
+	state = qp->state;
+	spin_unlock_bh(&qp->state_lock);
+	return state;
+}
+
+/* Encode a kernel ULP's send WR into the SQ ring (the uapi layout). */
+static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
+{
+	struct sroce_send_wqe *wqe;
+	struct sroce_sge *sge;
+	int i;
+
+	if (wr->num_sge > qp->max_send_sge)
+		return -EINVAL;
+	if (sroce_queue_refresh_cons(&qp->sq) <= 0)
+		return -ENOMEM;
+
+	wqe = sroce_queue_producer_elem(&qp->sq);
+	memset(wqe, 0, SROCE_SEND_WQE_HDR);
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->num_sge = wr->num_sge;
+	if (wr->send_flags & IB_SEND_SIGNALED)
+		wqe->flags |= SROCE_WQE_F_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		wqe->flags |= SROCE_WQE_F_SOLICITED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		wqe->flags |= SROCE_WQE_F_FENCE;
+	if (wr->opcode == IB_WR_SEND_WITH_INV || wr->opcode == IB_WR_LOCAL_INV)
+		wqe->ex.invalidate_rkey = wr->ex.invalidate_rkey;
+	else
+		wqe->ex.imm_data = wr->ex.imm_data;
+
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		wqe->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->wr.rdma.rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		wqe->wr.atomic.remote_addr = atomic_wr(wr)->remote_addr;
+		wqe->wr.atomic.compare_add = atomic_wr(wr)->compare_add;
+		wqe->wr.atomic.swap = atomic_wr(wr)->swap;
+		wqe->wr.atomic.rkey = atomic_wr(wr)->rkey;
+		break;
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+		if (qp->ibqp.qp_type == IB_QPT_UD) {
+			wqe->wr.ud.ah_num = to_sah(ud_wr(wr)->ah)->ah_num;
+			wqe->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
+			wqe->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
+		}
+		break;
+	default:
+		return -EINVAL;
+	}
+
+	sge = (struct sroce_sge *)((u8 *)wqe + SROCE_SEND_WQE_HDR);
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	sroce_queue_producer_publish(&qp->sq, 1);
+	return 0;
+}
+
+/*
+ * ib_post_send: kernel ULPs write WQEs into the same ring userspace uses
+ * and take the same validation path. A user QP's post_send is its
+ * doorbell (uverbs calls it with no WRs).
+ */
+int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state state = sroce_qp_state(qp);
+	unsigned long flags;
+	int err = 0;
+
+	if (!qp->is_user) {
+		if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
+		    state == IB_QPS_RTR) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		spin_lock_irqsave(&qp->post_lock, flags);
+		for (; wr; wr = wr->next) {
+			err = sroce_post_one_send(qp, wr);
+			if (err) {
+				*bad_wr = wr;
+				break;
+			}
+		}
+		spin_unlock_irqrestore(&qp->post_lock, flags);
+	}
+
+	if (state == IB_QPS_ERR)
+		sroce_qp_flush(qp);
+	else if (state == IB_QPS_RTS || state == IB_QPS_SQD ||
+		 state == IB_QPS_SQE)
+		sroce_qp_doorbell(qp);
+	return err;
+}
+
+static int sroce_post_one_recv(struct sroce_qp *qp, const struct ib_recv_wr *wr)
+{
+	struct sroce_recv_wqe *wqe;
+	struct sroce_sge *sge;
+	int i;
+
+	if (wr->num_sge > qp->max_recv_sge)
+		return -EINVAL;
+	if (sroce_queue_refresh_cons(&qp->rq) <= 0)
+		return -ENOMEM;
+
+	wqe = sroce_queue_producer_elem(&qp->rq);
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = wr->num_sge;
+	wqe->reserved = 0;
+	sge = (struct sroce_sge *)((u8 *)wqe + SROCE_RECV_WQE_HDR);
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	sroce_queue_producer_publish(&qp->rq, 1);
+	return 0;
+}
+
+int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	unsigned long flags;
+	int err = 0;
+
+	if (!qp->is_user) {
+		if (sroce_qp_state(qp) == IB_QPS_RESET) {
+			*bad_wr = wr;
+			return -EINVAL;
+		}
+		spin_lock_irqsave(&qp->post_lock, flags);
+		for (; wr; wr = wr->next) {
+			err = sroce_post_one_recv(qp, wr);
+			if (err) {
+				*bad_wr = wr;
+				break;
+			}
+		}
+		spin_unlock_irqrestore(&qp->post_lock, flags);
+	}
+	if (sroce_qp_state(qp) == IB_QPS_ERR)
+		sroce_qp_flush(qp);
+	return err;
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sroce: shared ring memory and its user mappings.
+ *
+ * A ring is one vmalloc_user() area: header, then the elements. A ring
+ * that userspace maps gets an rdma_user_mmap_entry; from then on the entry
+ * owns the memory and frees it in sroce_mmap_free(), which ib_core calls
+ * once the entry is removed and no mmap() is using it. Pages already
+ * mapped into a process stay valid after that (vm_insert_page holds them).
+ */
+
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "sroce.h"
+#include "sroce_queue.h"
+
+struct sroce_mmap_entry {
+	struct rdma_user_mmap_entry rdma;
+	void *vaddr;
+};
+
+size_t sroce_queue_bytes(u32 entries, u32 stride)
+{
+	return PAGE_ALIGN(SROCE_RING_DATA_OFFSET + (size_t)entries * stride);
+}
+
+/**
+ * sroce_queue_init - allocate a zeroed ring
+ * @q: the queue
+ * @entries: element count, a power of two
+ * @stride: bytes per element, a power of two of at least 64
+ */
+int sroce_queue_init(struct sroce_queue *q, u32 entries, u32 stride)
+{
+	if (!is_power_of_2(entries) || !is_power_of_2(stride) || stride < 64)
+		return -EINVAL;
+
+	memset(q, 0, sizeof(*q));
+	q->size = sroce_queue_bytes(entries, stride);
+	q->hdr = vmalloc_user(q->size);
+	if (!q->hdr)
+		return -ENOMEM;
+	q->data = (u8 *)q->hdr + SROCE_RING_DATA_OFFSET;
+	q->entries = entries;
+	q->stride_shift = ilog2(stride);
+	return 0;
+}
+
+void sroce_queue_free(struct sroce_queue *q)
+{
+	if (q->mmap)
+		rdma_user_mmap_entry_remove(&q->mmap->rdma);
+	else
+		vfree(q->hdr);
+	q->mmap = NULL;
+	q->hdr = NULL;
+	q->data = NULL;
+}
+
+/**
+ * sroce_queue_map_user - make @q mappable by the user context @uctx
+ * @q: the queue, not yet mapped
+ * @uctx: the owning user context
+ * @info: filled with what the provider needs to mmap() the ring
+ */
+int sroce_queue_map_user(struct sroce_queue *q, struct ib_ucontext *uctx,
+			 struct sroce_ring_info *info)
+{
+	struct sroce_mmap_entry *e;
+	int err;
+
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return -ENOMEM;
+	e->vaddr = q->hdr;
+	err = rdma_user_mmap_entry_insert(uctx, &e->rdma, q->size);
+	if (err) {
+		kfree(e);
+		return err;
+	}
+	q->mmap = e;
+
+	info->mmap_offset = rdma_user_mmap_get_offset(&e->rdma);
+	info->mmap_length = q->size;
+	info->entries = q->entries;
+	info->stride = 1U << q->stride_shift;
+	return 0;
+}
+
+int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rentry;
+	struct sroce_mmap_entry *e;
+	int err;
+
+	rentry = rdma_user_mmap_entry_get(uctx, vma);
+	if (!rentry)
+		return -EINVAL;
+	e = container_of(rentry, struct sroce_mmap_entry, rdma);
+
+	/* ib_core checked that vma is shared and exactly the entry's size. */
+	err = remap_vmalloc_range(vma, e->vaddr, 0);
+	rdma_user_mmap_entry_put(rentry);
+	return err;
+}
+
+void sroce_mmap_free(struct rdma_user_mmap_entry *rentry)
+{
+	struct sroce_mmap_entry *e =
+		container_of(rentry, struct sroce_mmap_entry, rdma);
+
+	vfree(e->vaddr);
+	kfree(e);
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * sroce: the shared ring (SQ, RQ, SRQ, CQ), kernel side.
+ *
+ * Layout and index rules are in uapi/sroce-abi.h. The kernel keeps private
+ * copies of both indices (q->prod, q->cons). The index it owns it only
+ * writes; the index the other side owns it reads from the shared header
+ * and accepts only when it is consistent with the private copy, so a
+ * corrupt header can make a queue look broken but never send the kernel
+ * outside the ring.
+ *
+ * Rings of kernel QPs and CQs use the same code: there both sides are the
+ * kernel and the checks simply always pass.
+ *
+ * Locking: none here. Each ring has one producer and one consumer context;
+ * the owning object serialises each side (e.g. the QP's send lock for the
+ * SQ producer, the requester for the SQ consumer).
+ */
+#ifndef SROCE_QUEUE_H
+#define SROCE_QUEUE_H
+
+#include <linux/log2.h>
+#include <linux/types.h>
+#include <rdma/ib_verbs.h>
+
+#include "sroce-abi.h"
+
+struct sroce_mmap_entry;
+
+struct sroce_queue {
+	struct sroce_ring_hdr *hdr;	/* vmalloc_user(), maybe user-mapped */
+	u8 *data;			/* first element */
+	u32 entries;			/* power of two */
+	u32 stride_shift;		/* log2(bytes per element) */
+	u32 prod;			/* private copies of the indices */
+	u32 cons;
+	size_t size;			/* bytes mapped: header + elements */
+	/* Set when user-mapped; the entry then owns the memory. */
+	struct sroce_mmap_entry *mmap;
+};
+
+/* Which side of the ring userspace owns, when it is user-mapped. */
+enum sroce_queue_role {
+	SROCE_QUEUE_USER_PRODUCES,	/* SQ, RQ, SRQ */
+	SROCE_QUEUE_KERNEL_PRODUCES,	/* CQ */
+};
+
+int sroce_queue_init(struct sroce_queue *q, u32 entries, u32 stride);
+void sroce_queue_free(struct sroce_queue *q);
+int sroce_queue_map_user(struct sroce_queue *q, struct ib_ucontext *uctx,
+			 struct sroce_ring_info *info);
+size_t sroce_queue_bytes(u32 entries, u32 stride);
+
+static inline u32 sroce_queue_mask(const struct sroce_queue *q)
+{
+	return q->entries - 1;
+}
+
+static inline void *sroce_queue_elem(const struct sroce_queue *q, u32 index)
+{
+	return q->data + ((size_t)(index & sroce_queue_mask(q)) <<
+			  q->stride_shift);
+}
+
+/* Elements waiting between the private cons and prod. */
+static inline u32 sroce_queue_count(const struct sroce_queue *q)
+{
+	return q->prod - q->cons;
+}
+
+static inline bool sroce_queue_empty(const struct sroce_queue *q)
+{
+	return q->prod == q->cons;
+}
+
+static inline bool sroce_queue_full(const struct sroce_queue *q)
+{
+	return sroce_queue_count(q) >= q->entries;
+}
+
+/*
+ * Consumer: pick up what the producer published. Returns the number of
+ * elements available, or -EINVAL when the shared producer index is not
+ * within one ring of the private consumer index (a corrupt queue).
+ */
+static inline int sroce_queue_refresh_prod(struct sroce_queue *q)
+{
+	/* Pairs with the producer's release: elements before index. */
+	u32 prod = smp_load_acquire(&q->hdr->prod);
+
+	if (prod - q->cons > q->entries)
+		return -EINVAL;
+	q->prod = prod;
+	return prod - q->cons;
+}
+
+static inline void *sroce_queue_consumer_elem(const struct sroce_queue *q)
+{
+	return sroce_queue_elem(q, q->cons);
+}
+
+static inline void sroce_queue_consumer_advance(struct sroce_queue *q, u32 n)
+{
+	q->cons += n;
+	/* Our reads of the elements happen before the producer reuses them. */
+	smp_store_release(&q->hdr->cons, q->cons);
+}
+
+/*
+ * Producer: pick up what the consumer released. Returns the free slots,
+ * or -EINVAL when the shared consumer index is not within one ring behind
+ * the private producer index.
+ */
+static inline int sroce_queue_refresh_cons(struct sroce_queue *q)
+{
+	/* Pairs with the consumer's release: its reads are done. */
+	u32 cons = smp_load_acquire(&q->hdr->cons);
+
+	if (q->prod - cons > q->entries)
+		return -EINVAL;
+	q->cons = cons;
+	return q->entries - (q->prod - cons);
+}
+
+static inline void *sroce_queue_producer_elem(const struct sroce_queue *q)
+{
+	return sroce_queue_elem(q, q->prod);
+}
+
+static inline void sroce_queue_producer_publish(struct sroce_queue *q, u32 n)
+{
+	q->prod += n;
+	/* The elements are written before the consumer sees the index. */
+	smp_store_release(&q->hdr->prod, q->prod);
+}
+
+static inline void sroce_queue_set_flags(struct sroce_queue *q, u32 flags)
+{
+	WRITE_ONCE(q->hdr->flags, READ_ONCE(q->hdr->flags) | flags);
+}
+
+static inline void sroce_queue_clear_flags(struct sroce_queue *q, u32 flags)
+{
+	WRITE_ONCE(q->hdr->flags, READ_ONCE(q->hdr->flags) & ~flags);
+}
+
+#endif /* SROCE_QUEUE_H */
