@@ -95,6 +95,8 @@ struct sroce_dev {
 	u32 cq_next;
 	struct xarray qp_xa;		/* qpn -> sroce_qp, bounds SROCE_MAX_QP */
 	u32 qp_next;
+	struct xarray srq_xa;		/* srqn -> sroce_srq */
+	u32 srq_next;
 	struct xarray ah_xa;		/* ah_num -> sroce_av (RCU readers) */
 	u32 ah_next;
 	struct xarray key_xa;		/* key >> 8 -> sroce_mr (RCU readers) */
@@ -179,6 +181,21 @@ static inline struct sroce_mr *to_smr(struct ib_mr *ibmr)
 	return container_of(ibmr, struct sroce_mr, ibmr);
 }
 
+struct sroce_srq {
+	struct ib_srq ibsrq;
+	spinlock_t lock;		/* see sroce_srq.c */
+	spinlock_t post_lock;
+	struct sroce_queue rq;		/* receive WQEs: the user produces */
+	u32 srqn;
+	u32 max_sge;
+	u32 limit;			/* armed limit, 0 = disarmed */
+};
+
+static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct sroce_srq, ibsrq);
+}
+
 /* What modify_qp sets (under qp->state_lock). */
 struct sroce_qp_attr {
 	struct sroce_av av;
@@ -211,6 +228,7 @@ struct sroce_qp {
 	u32 sq_checked;			/* SQ WQEs validated: [cons, checked) */
 	struct sroce_cq *scq;
 	struct sroce_cq *rcq;
+	struct sroce_srq *srq;		/* receives come from here if set */
 	u32 qpn;
 	u32 max_send_sge;
 	u32 max_recv_sge;
@@ -292,6 +310,18 @@ int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 		  bool solicited);
+
+/* sroce_srq.c */
+int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+bool sroce_srq_consumed(struct sroce_srq *srq, u32 left);
+void sroce_srq_limit_event(struct sroce_srq *srq);
 
 /* sroce_qp.c */
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,

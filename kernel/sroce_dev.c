@@ -315,11 +315,13 @@ static void sroce_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON(!xa_empty(&sdev->key_xa));
 	WARN_ON(!xa_empty(&sdev->ah_xa));
 	WARN_ON(!xa_empty(&sdev->qp_xa));
+	WARN_ON(!xa_empty(&sdev->srq_xa));
 	xa_destroy(&sdev->pd_xa);
 	xa_destroy(&sdev->cq_xa);
 	xa_destroy(&sdev->key_xa);
 	xa_destroy(&sdev->ah_xa);
 	xa_destroy(&sdev->qp_xa);
+	xa_destroy(&sdev->srq_xa);
 	free_percpu(sdev->counters);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	sroce_dev_list_del(sdev);
@@ -337,6 +339,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
 	.create_qp = sroce_create_qp,
+	.create_srq = sroce_create_srq,
 	.create_user_ah = sroce_create_ah,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
@@ -345,6 +348,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.destroy_ah = sroce_destroy_ah,
 	.destroy_cq = sroce_destroy_cq,
 	.destroy_qp = sroce_destroy_qp,
+	.destroy_srq = sroce_destroy_srq,
 	.device_group = &sroce_dev_attr_group,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_dma_mr = sroce_get_dma_mr,
@@ -356,14 +360,17 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.mmap_free = sroce_mmap_free,
 	.modify_device = sroce_modify_device,
 	.modify_qp = sroce_modify_qp,
+	.modify_srq = sroce_modify_srq,
 	.poll_cq = sroce_poll_cq,
 	.post_recv = sroce_post_recv,
 	.post_send = sroce_post_send,
+	.post_srq_recv = sroce_post_srq_recv,
 	.query_ah = sroce_query_ah,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
 	.query_qp = sroce_query_qp,
+	.query_srq = sroce_query_srq,
 	.reg_user_mr = sroce_reg_user_mr,
 	.req_notify_cq = sroce_req_notify_cq,
 	.rereg_user_mr = sroce_rereg_user_mr,
@@ -373,6 +380,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
 };
 
@@ -424,6 +432,7 @@ int sroce_dev_create(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&sdev->key_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC);
 	sdev->counters = alloc_percpu(struct sroce_counters);
 	if (!sdev->counters) {
 		err = -ENOMEM;

@@ -72,7 +72,7 @@ static int sroce_qp_check_init(struct ib_qp_init_attr *init)
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->create_flags || init->srq)
+	if (init->create_flags)
 		return -EOPNOTSUPP;
 	if (!init->send_cq || !init->recv_cq)
 		return -EINVAL;
@@ -88,7 +88,8 @@ static int sroce_qp_check_init(struct ib_qp_init_attr *init)
 static void sroce_qp_grant_caps(struct sroce_qp *qp, struct ib_qp_cap *cap)
 {
 	u32 sq_room = (1U << qp->sq.stride_shift) - SROCE_SEND_WQE_HDR;
-	u32 rq_room = (1U << qp->rq.stride_shift) - SROCE_RECV_WQE_HDR;
+	u32 rq_room = qp->srq ? 0 :
+		      (1U << qp->rq.stride_shift) - SROCE_RECV_WQE_HDR;
 
 	qp->max_send_sge = min_t(u32, sq_room / sizeof(struct sroce_sge),
 				 SROCE_SEND_SGE_MAX);
@@ -97,7 +98,7 @@ static void sroce_qp_grant_caps(struct sroce_qp *qp, struct ib_qp_cap *cap)
 				 SROCE_MAX_SGE);
 
 	cap->max_send_wr = qp->sq.entries;
-	cap->max_recv_wr = qp->rq.entries;
+	cap->max_recv_wr = qp->srq ? 0 : qp->rq.entries;
 	cap->max_send_sge = qp->max_send_sge;
 	cap->max_recv_sge = qp->max_recv_sge;
 	cap->max_inline_data = qp->max_inline;
@@ -131,6 +132,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->state = IB_QPS_RESET;
 	qp->scq = to_scq(init->send_cq);
 	qp->rcq = to_scq(init->recv_cq);
+	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->is_user = !!udata;
 
@@ -140,10 +142,13 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			       sroce_sq_stride(&init->cap));
 	if (err)
 		return err;
-	err = sroce_queue_init(&qp->rq, rq_entries,
-			       sroce_rq_stride(&init->cap));
-	if (err)
-		goto err_sq;
+	/* With an SRQ the QP has no receive ring of its own. */
+	if (!qp->srq) {
+		err = sroce_queue_init(&qp->rq, rq_entries,
+				       sroce_rq_stride(&init->cap));
+		if (err)
+			goto err_sq;
+	}
 
 	err = xa_alloc_cyclic(&sdev->qp_xa, &qp->qpn, qp,
 			      XA_LIMIT(SROCE_FIRST_QPN,
@@ -162,9 +167,11 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		err = sroce_queue_map_user(&qp->sq, uctx, &resp.sq);
 		if (err)
 			goto err_xa;
-		err = sroce_queue_map_user(&qp->rq, uctx, &resp.rq);
-		if (err)
-			goto err_xa;
+		if (!qp->srq) {
+			err = sroce_queue_map_user(&qp->rq, uctx, &resp.rq);
+			if (err)
+				goto err_xa;
+		}
 		resp.qpn = qp->qpn;
 		resp.max_inline_data = qp->max_inline;
 		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
@@ -262,6 +269,8 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
+	if (qp->srq)
+		return;		/* SRQ WQEs belong to the SRQ, not the QP */
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	n = sroce_queue_refresh_prod(&qp->rq);
 	while (n-- > 0)
@@ -311,6 +320,8 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
+	if (qp->srq)
+		return;
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	if (sroce_queue_refresh_prod(&qp->rq) >= 0)
 		sroce_queue_consumer_advance(&qp->rq,
@@ -487,7 +498,7 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_unlock_bh(&qp->state_lock);
 
 	attr->cap.max_send_wr = qp->sq.entries;
-	attr->cap.max_recv_wr = qp->rq.entries;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.entries;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
@@ -791,6 +802,10 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	if (qp->srq) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	if (!qp->is_user) {
 		if (sroce_qp_state(qp) == IB_QPS_RESET) {
 			*bad_wr = wr;

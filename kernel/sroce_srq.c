@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sroce: shared receive queues.
+ *
+ * An SRQ is a ring of struct sroce_recv_wqe that userspace (or a kernel
+ * ULP through post_srq_recv) produces and the responders of its QPs
+ * consume. srq_limit, once armed by modify_srq, fires
+ * IB_EVENT_SRQ_LIMIT_REACHED a single time when consumption leaves fewer
+ * WQEs than the limit (sroce_srq_consumed), and disarms.
+ *
+ * Locking: srq->lock (spinlock, irqsave) serialises consumers, the limit
+ * and resize-free modification; srq->post_lock the kernel producers.
+ */
+
+#include <linux/slab.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "sroce.h"
+
+static u32 sroce_srq_stride(u32 max_sge)
+{
+	u32 bytes = SROCE_RECV_WQE_HDR + max(max_sge, 1U) *
+		    sizeof(struct sroce_sge);
+
+	return roundup_pow_of_two(max(bytes, 64U));
+}
+
+int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibsrq->device);
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	struct sroce_create_srq_resp resp = {};
+	struct ib_srq_attr *attr = &init->attr;
+	int err;
+
+	if (init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR ||
+	    attr->max_sge > SROCE_MAX_SGE || attr->srq_limit > attr->max_wr)
+		return -EINVAL;
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+
+	spin_lock_init(&srq->lock);
+	spin_lock_init(&srq->post_lock);
+	err = sroce_queue_init(&srq->rq, roundup_pow_of_two(attr->max_wr),
+			       sroce_srq_stride(attr->max_sge));
+	if (err)
+		return err;
+	srq->max_sge = min_t(u32, ((1U << srq->rq.stride_shift) -
+				   SROCE_RECV_WQE_HDR) / sizeof(struct sroce_sge),
+			     SROCE_MAX_SGE);
+	srq->limit = attr->srq_limit;
+
+	err = xa_alloc_cyclic(&sdev->srq_xa, &srq->srqn, srq,
+			      XA_LIMIT(1, SROCE_MAX_SRQ), &sdev->srq_next,
+			      GFP_KERNEL);
+	if (err < 0) {
+		err = err == -EBUSY ? -ENOMEM : err;
+		goto err_queue;
+	}
+
+	if (udata) {
+		struct ib_ucontext *uctx =
+			&rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+						   ibuc)->ibuc;
+
+		err = sroce_queue_map_user(&srq->rq, uctx, &resp.rq);
+		if (err)
+			goto err_xa;
+		resp.srqn = srq->srqn;
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_xa;
+	}
+	attr->max_wr = srq->rq.entries;
+	attr->max_sge = srq->max_sge;
+	return 0;
+
+err_xa:
+	xa_erase(&sdev->srq_xa, srq->srqn);
+err_queue:
+	sroce_queue_free(&srq->rq);
+	return err;
+}
+
+int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	unsigned long flags;
+
+	/* Resizing is not offered (no IB_DEVICE_SRQ_RESIZE). */
+	if (mask & IB_SRQ_MAX_WR)
+		return -EINVAL;
+	if (mask & ~IB_SRQ_LIMIT)
+		return -EINVAL;
+	if (attr->srq_limit > srq->rq.entries)
+		return -EINVAL;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	srq->limit = attr->srq_limit;
+	spin_unlock_irqrestore(&srq->lock, flags);
+	return 0;
+}
+
+int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	attr->max_wr = srq->rq.entries;
+	attr->max_sge = srq->max_sge;
+	attr->srq_limit = READ_ONCE(srq->limit);
+	return 0;
+}
+
+int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibsrq->device);
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+
+	xa_erase(&sdev->srq_xa, srq->srqn);
+	sroce_queue_free(&srq->rq);
+	return 0;
+}
+
+/*
+ * A responder took WQEs; @left remain. Fire the armed limit once. Called
+ * with srq->lock held; the event is raised after it is dropped.
+ */
+bool sroce_srq_consumed(struct sroce_srq *srq, u32 left)
+{
+	if (!srq->limit || left >= srq->limit)
+		return false;
+	srq->limit = 0;
+	return true;
+}
+
+void sroce_srq_limit_event(struct sroce_srq *srq)
+{
+	struct ib_event ev = {
+		.device = srq->ibsrq.device,
+		.element.srq = &srq->ibsrq,
+		.event = IB_EVENT_SRQ_LIMIT_REACHED,
+	};
+
+	if (srq->ibsrq.event_handler)
+		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
+}
+
+int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	unsigned long flags;
+	int err = 0;
+
+	spin_lock_irqsave(&srq->post_lock, flags);
+	for (; wr; wr = wr->next) {
+		struct sroce_recv_wqe *wqe;
+		struct sroce_sge *sge;
+		int i;
+
+		if (wr->num_sge > srq->max_sge)
+			err = -EINVAL;
+		else if (sroce_queue_refresh_cons(&srq->rq) <= 0)
+			err = -ENOMEM;
+		if (err) {
+			*bad_wr = wr;
+			break;
+		}
+		wqe = sroce_queue_producer_elem(&srq->rq);
+		wqe->wr_id = wr->wr_id;
+		wqe->num_sge = wr->num_sge;
+		wqe->reserved = 0;
+		sge = (struct sroce_sge *)((u8 *)wqe + SROCE_RECV_WQE_HDR);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		sroce_queue_producer_publish(&srq->rq, 1);
+	}
+	spin_unlock_irqrestore(&srq->post_lock, flags);
+	return err;
+}
