@@ -130,6 +130,13 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 					   &resp.ring);
 		if (err)
 			goto err_free;
+		/*
+		 * Answer before swapping: a provider that never learns of
+		 * the new ring must be left polling a ring that is still live.
+		 */
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_free;
 	}
 
 	spin_lock_irqsave(&cq->lock, flags);
@@ -155,13 +162,9 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	cq->queue = nq;
 	spin_unlock_irqrestore(&cq->lock, flags);
 
-	if (udata) {
-		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
-		/* The resize happened; the old ring is released either way. */
-	}
 	sroce_queue_free(&oq);
 	ibcq->cqe = cq->queue.entries;
-	return err;
+	return 0;
 
 err_unlock:
 	spin_unlock_irqrestore(&cq->lock, flags);

@@ -397,6 +397,14 @@ static void sroce_dev_init_ib(struct sroce_dev *sdev)
 	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
 			    ndev->dev_addr);
 	ib_set_device_ops(ibdev, &sroce_dev_ops);
+	/*
+	 * Commands ib_core leaves off by default: arming a CQ, and the post
+	 * commands a provider uses as its doorbell (with no work requests).
+	 */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_SRQ_RECV);
 }
 
 /**

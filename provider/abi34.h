@@ -8,15 +8,23 @@
  * part we use.  It was written by reading rdma-core v44.0:
  *   libibverbs/driver.h      verbs_match_ent, verbs_sysfs_dev,
  *                            verbs_device_ops, verbs_device,
- *                            verbs_context_ops, ibv_cmd_*() prototypes
+ *                            verbs_context_ops, the verbs objects
+ *                            (verbs_cq, verbs_mr, verbs_qp, verbs_srq,
+ *                            verbs_xrcd), verbs_init_cq and the ibv_cmd_*()
+ *                            prototypes for contexts, PDs, MRs, MWs, CQs,
+ *                            SRQs, QPs, AHs and multicast
  *   libibverbs/kern-abi.h    write() command structs (struct ibv_get_context,
- *                            ibv_query_port, ibv_alloc_pd ...)
+ *                            ibv_create_cq, ibv_reg_mr, ibv_create_qp_ex,
+ *                            ibv_post_send ...), struct ex_hdr
+ *   libibverbs/cmd*.c        what each helper sends and fills in (noted at
+ *                            the prototypes)
  *   libibverbs/libibverbs.map.in   which symbols carry IBVERBS_PRIVATE_34
  *   ccan/list.h              struct list_node
  *
  * Every layout here is checked field by field against offsets produced by
  * compiling the real v44.0 headers (tests/unit/abi34_reference.inc, made by
- * tests/unit/gen_abi34_reference.sh) in tests/unit/test_abi34.cpp.
+ * tests/unit/gen_abi34_reference.sh) in tests/unit/test_abi34.cpp, and
+ * every function prototype against gcc -aux-info's rendering of v44.0's.
  *
  * WARNING - IBVERBS_PRIVATE_34 does not pin these layouts.  rdma-core kept
  * the private ABI number at 34 from v34 to v56 although it changed things
@@ -121,7 +129,75 @@ struct verbs_sysfs_dev {
 
 struct verbs_device;
 struct verbs_context;
-struct verbs_mr;	/* only used through pointers so far */
+
+/*
+ * driver.h: the provider's view of the verbs objects.  libibverbs hands
+ * these to the ops (dereg_mr and rereg_mr take a verbs_mr) and the
+ * ibv_cmd_* helpers fill them, so a provider object embeds the matching
+ * verbs_* struct and finds itself from it with container_of.
+ */
+enum verbs_xrcd_mask {
+	VERBS_XRCD_HANDLE = 1 << 0,
+	VERBS_XRCD_RESERVED = 1 << 1,
+};
+
+/* ibv_cmd_create_cq_ex() cmd_flags */
+enum create_cq_cmd_flags {
+	CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX = 1 << 0,
+};
+
+struct verbs_xrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t comp_mask;			/* VERBS_XRCD_* */
+	uint32_t handle;
+};
+
+struct verbs_srq {
+	struct ibv_srq srq;
+	enum ibv_srq_type srq_type;
+	struct verbs_xrcd *xrcd;
+	struct ibv_cq *cq;
+	uint32_t srq_num;
+};
+
+enum verbs_qp_mask {
+	VERBS_QP_XRCD = 1 << 0,
+	VERBS_QP_EX = 1 << 1,
+};
+
+/* verbs_mr.mr_type: ibv_rereg_mr() refuses anything but IBV_MR_TYPE_MR. */
+enum ibv_mr_type {
+	IBV_MR_TYPE_MR,
+	IBV_MR_TYPE_NULL_MR,
+	IBV_MR_TYPE_IMPORTED_MR,
+	IBV_MR_TYPE_DMABUF_MR,
+};
+
+struct verbs_mr {
+	struct ibv_mr ibv_mr;
+	enum ibv_mr_type mr_type;		/* set by ibv_cmd_reg_mr() */
+	int access;				/* set by ibv_cmd_reg_mr() */
+};
+
+struct verbs_qp {
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;		/* qp_ex.qp_base is qp */
+	};
+	uint32_t comp_mask;			/* VERBS_QP_* */
+	struct verbs_xrcd *xrcd;
+};
+
+/*
+ * ibv_create_cq() returns the ibv_cq, ibv_create_cq_ex() the ibv_cq_ex;
+ * both start at offset 0 (ibv_cq_ex_to_cq() is a cast).
+ */
+struct verbs_cq {
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
+};
 
 struct verbs_device_ops {
 	const char *name;
@@ -324,6 +400,257 @@ struct ibv_alloc_pd {			/* IB_USER_VERBS_CMD_ALLOC_PD */
 };
 
 /*
+ * The commands of the verbs objects (CQ, MR, MW, QP, SRQ).  Only the ones
+ * a provider passes to an ibv_cmd_* helper (or writes itself) are here;
+ * the helpers build the others (destroy_*, req_notify_cq, create_ah,
+ * attach/detach_mcast, dereg_mr, dealloc_mw) internally.  The helper
+ * fills every core field; the provider zeroes the buffer and, where it
+ * has driver data, appends it and passes the larger size.
+ */
+struct ibv_alloc_mw {			/* IB_USER_VERBS_CMD_ALLOC_MW */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 pd_handle;
+	__u8 mw_type;
+	__u8 reserved[3];
+};
+
+struct ibv_create_cq {			/* IB_USER_VERBS_CMD_CREATE_CQ */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__aligned_u64 user_handle;
+	__u32 cqe;
+	__u32 comp_vector;
+	__s32 comp_channel;
+	__u32 reserved;
+};
+
+struct ibv_resize_cq {			/* IB_USER_VERBS_CMD_RESIZE_CQ */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 cq_handle;
+	__u32 cqe;
+};
+
+struct ibv_reg_mr {			/* IB_USER_VERBS_CMD_REG_MR */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__aligned_u64 start;
+	__aligned_u64 length;
+	__aligned_u64 hca_va;
+	__u32 pd_handle;
+	__u32 access_flags;
+};
+
+struct ibv_rereg_mr {			/* IB_USER_VERBS_CMD_REREG_MR */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 mr_handle;
+	__u32 flags;
+	__aligned_u64 start;
+	__aligned_u64 length;
+	__aligned_u64 hca_va;
+	__u32 pd_handle;
+	__u32 access_flags;
+};
+
+struct ibv_create_qp {			/* IB_USER_VERBS_CMD_CREATE_QP */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__aligned_u64 user_handle;
+	__u32 pd_handle;
+	__u32 send_cq_handle;
+	__u32 recv_cq_handle;
+	__u32 srq_handle;
+	__u32 max_send_wr;
+	__u32 max_recv_wr;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_inline_data;
+	__u8 sq_sig_all;
+	__u8 qp_type;
+	__u8 is_srq;
+	__u8 reserved;
+};
+
+struct ibv_query_qp {			/* IB_USER_VERBS_CMD_QUERY_QP */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 qp_handle;
+	__u32 attr_mask;
+};
+
+/*
+ * MODIFY_QP and MODIFY_SRQ have no 64-bit member before the kernel
+ * struct's __aligned_u64 driver_data[], which still makes rdma-core's
+ * struct 8-byte aligned: so is ours.
+ */
+struct __attribute__((aligned(8))) ibv_modify_qp {	/* IB_USER_VERBS_CMD_MODIFY_QP */
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_qp_dest dest;
+	struct ib_uverbs_qp_dest alt_dest;
+	__u32 qp_handle;
+	__u32 attr_mask;
+	__u32 qkey;
+	__u32 rq_psn;
+	__u32 sq_psn;
+	__u32 dest_qp_num;
+	__u32 qp_access_flags;
+	__u16 pkey_index;
+	__u16 alt_pkey_index;
+	__u8 qp_state;
+	__u8 cur_qp_state;
+	__u8 path_mtu;
+	__u8 path_mig_state;
+	__u8 en_sqd_async_notify;
+	__u8 max_rd_atomic;
+	__u8 max_dest_rd_atomic;
+	__u8 min_rnr_timer;
+	__u8 port_num;
+	__u8 timeout;
+	__u8 retry_cnt;
+	__u8 rnr_retry;
+	__u8 alt_port_num;
+	__u8 alt_timeout;
+	__u8 reserved[2];
+};
+
+struct ibv_create_srq {			/* IB_USER_VERBS_CMD_CREATE_SRQ */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__aligned_u64 user_handle;
+	__u32 pd_handle;
+	__u32 max_wr;
+	__u32 max_sge;
+	__u32 srq_limit;
+};
+
+struct ibv_create_xsrq {		/* IB_USER_VERBS_CMD_CREATE_XSRQ */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__aligned_u64 user_handle;
+	__u32 srq_type;
+	__u32 pd_handle;
+	__u32 max_wr;
+	__u32 max_sge;
+	__u32 srq_limit;
+	__u32 max_num_tags;
+	__u32 xrcd_handle;
+	__u32 cq_handle;
+};
+
+struct __attribute__((aligned(8))) ibv_modify_srq {	/* IB_USER_VERBS_CMD_MODIFY_SRQ */
+	struct ib_uverbs_cmd_hdr hdr;
+	__u32 srq_handle;
+	__u32 attr_mask;
+	__u32 max_wr;
+	__u32 srq_limit;
+};
+
+struct ibv_query_srq {			/* IB_USER_VERBS_CMD_QUERY_SRQ */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 srq_handle;
+	__u32 reserved;
+};
+
+/*
+ * POST_SEND / POST_RECV / POST_SRQ_RECV: the kernel-side posting path
+ * (ibv_cmd_post_*).  With wr_count 0 the command carries no work request
+ * at all - rdma-core's rxe provider writes such a POST_SEND straight to
+ * context->cmd_fd as its send doorbell:
+ *
+ *   struct ibv_post_send cmd = {};
+ *   struct ib_uverbs_post_send_resp resp;
+ *   cmd.hdr.command = IB_USER_VERBS_CMD_POST_SEND;
+ *   cmd.hdr.in_words = sizeof(cmd) / 4;
+ *   cmd.hdr.out_words = sizeof(resp) / 4;
+ *   cmd.response = (uintptr_t)&resp;
+ *   cmd.qp_handle = qp->handle;
+ *   cmd.wqe_size = sizeof(struct ibv_send_wr);  // kernel: >= ib_uverbs_send_wr
+ *   write(qp->context->cmd_fd, &cmd, sizeof(cmd));
+ *
+ * (the kernel's post_send must then accept a NULL wr list for user QPs).
+ */
+struct ibv_post_send {			/* IB_USER_VERBS_CMD_POST_SEND */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 qp_handle;
+	__u32 wr_count;
+	__u32 sge_count;
+	__u32 wqe_size;
+	/* then wr_count struct ib_uverbs_send_wr, then sge_count ibv_sge */
+};
+
+struct ibv_post_recv {			/* IB_USER_VERBS_CMD_POST_RECV */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 qp_handle;
+	__u32 wr_count;
+	__u32 sge_count;
+	__u32 wqe_size;
+	/* then wr_count struct ib_uverbs_recv_wr, then sge_count ibv_sge */
+};
+
+struct ibv_post_srq_recv {		/* IB_USER_VERBS_CMD_POST_SRQ_RECV */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 srq_handle;
+	__u32 wr_count;
+	__u32 sge_count;
+	__u32 wqe_size;
+};
+
+/*
+ * Extended commands: the two-part header, then the kernel struct (which
+ * has no flexible array); driver data follows in 8-byte words.
+ */
+struct ex_hdr {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+};
+
+struct ibv_create_cq_ex {		/* IB_USER_VERBS_EX_CMD_CREATE_CQ */
+	struct ex_hdr hdr;
+	__aligned_u64 user_handle;
+	__u32 cqe;
+	__u32 comp_vector;
+	__s32 comp_channel;
+	__u32 comp_mask;
+	__u32 flags;			/* IB_UVERBS_CQ_FLAGS_* */
+	__u32 reserved;
+};
+
+struct ibv_create_qp_ex {		/* IB_USER_VERBS_EX_CMD_CREATE_QP */
+	struct ex_hdr hdr;
+	__aligned_u64 user_handle;
+	__u32 pd_handle;
+	__u32 send_cq_handle;
+	__u32 recv_cq_handle;
+	__u32 srq_handle;
+	__u32 max_send_wr;
+	__u32 max_recv_wr;
+	__u32 max_send_sge;
+	__u32 max_recv_sge;
+	__u32 max_inline_data;
+	__u8 sq_sig_all;
+	__u8 qp_type;
+	__u8 is_srq;
+	__u8 reserved;
+	__u32 comp_mask;
+	__u32 create_flags;
+	__u32 rwq_ind_tbl_handle;
+	__u32 source_qpn;
+};
+
+struct ibv_modify_qp_ex {		/* IB_USER_VERBS_EX_CMD_MODIFY_QP */
+	struct ex_hdr hdr;
+	struct ib_uverbs_modify_qp base;	/* ends in a zero-length array */
+	__u32 rate_limit;
+	__u32 reserved;
+};
+
+/*
  * Functions libibverbs 44 exports to providers.  All of them are bound to
  * IBVERBS_PRIVATE_34 at link time, so the provider fails to load (instead
  * of misbehaving) against a libibverbs without that version node.
@@ -368,6 +695,148 @@ int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
 		     struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
 int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
 
+/*
+ * Called by libibverbs itself right after the provider's create_cq /
+ * create_cq_ex returns (context, channel refcount, cq_context, event
+ * counters, mutex/cond): a provider must not call it again.
+ */
+void verbs_init_cq(struct ibv_cq *cq, struct ibv_context *context,
+		   struct ibv_comp_channel *channel, void *cq_context);
+
+/* ---- MR, MW ---- */
+/*
+ * reg_mr: fills cmd (start, length, hca_va, pd_handle, access_flags) and,
+ * on success, vmr->ibv_mr.handle/lkey/rkey/context, vmr->mr_type =
+ * IBV_MR_TYPE_MR and vmr->access; ibv_reg_mr() then sets pd, addr, length.
+ */
+int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+		   uint64_t hca_va, int access,
+		   struct verbs_mr *vmr, struct ibv_reg_mr *cmd,
+		   size_t cmd_size,
+		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
+/*
+ * rereg_mr: pd_handle is sent only with IBV_REREG_MR_CHANGE_PD; on success
+ * lkey/rkey come from the response (and context from pd with CHANGE_PD);
+ * ibv_rereg_mr() then updates pd, addr and length.
+ */
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
+		     size_t length, uint64_t hca_va, int access,
+		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
+		     size_t resp_sz);
+int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
+		     struct ibv_mw *mw, struct ibv_alloc_mw *cmd,
+		     size_t cmd_size,
+		     struct ib_uverbs_alloc_mw_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_mw(struct ibv_mw *mw);
+
+/* ---- CQ ---- */
+/*
+ * create_cq / create_cq_ex try the ioctl() CQ_CREATE method first and
+ * fall back to write() CREATE_CQ (or EX_CREATE_CQ when flags need it);
+ * either way the driver response is at resp + sizeof(*resp) and the
+ * handle and the kernel's cqe land in the ibv_cq.  create_cq_ex refuses
+ * comp_mask bits other than IBV_CQ_INIT_ATTR_MASK_FLAGS/_PD (EOPNOTSUPP)
+ * and turns the timestamp wc_flags and IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
+ * into IB_UVERBS_CQ_FLAGS_* for the kernel.
+ */
+int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
+		      struct ibv_comp_channel *channel,
+		      int comp_vector, struct ibv_cq *cq,
+		      struct ibv_create_cq *cmd, size_t cmd_size,
+		      struct ib_uverbs_create_cq_resp *resp, size_t resp_size);
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_cq *cq,
+			 struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size,
+			 uint32_t cmd_flags);
+/* The kernel-side poll (POLL_CQ); mallocs its buffer: not for the ring. */
+int ibv_cmd_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+/*
+ * write() REQ_NOTIFY_CQ {cq_handle, solicited_only = !!solicited_only}, no
+ * response, no driver data, no ioctl() path in rdma-core 44.
+ */
+int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+/* write() RESIZE_CQ; on success sets cq->cqe from the response. */
+int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe,
+		      struct ibv_resize_cq *cmd, size_t cmd_size,
+		      struct ib_uverbs_resize_cq_resp *resp, size_t resp_size);
+/* Waits until every reported completion/async event has been acked. */
+int ibv_cmd_destroy_cq(struct ibv_cq *cq);
+
+/* ---- SRQ ---- */
+int ibv_cmd_create_srq(struct ibv_pd *pd,
+		       struct ibv_srq *srq, struct ibv_srq_init_attr *attr,
+		       struct ibv_create_srq *cmd, size_t cmd_size,
+		       struct ib_uverbs_create_srq_resp *resp, size_t resp_size);
+int ibv_cmd_create_srq_ex(struct ibv_context *context,
+			  struct verbs_srq *srq,
+			  struct ibv_srq_init_attr_ex *attr_ex,
+			  struct ibv_create_xsrq *cmd, size_t cmd_size,
+			  struct ib_uverbs_create_srq_resp *resp, size_t resp_size);
+int ibv_cmd_modify_srq(struct ibv_srq *srq,
+		       struct ibv_srq_attr *srq_attr,
+		       int srq_attr_mask,
+		       struct ibv_modify_srq *cmd, size_t cmd_size);
+int ibv_cmd_query_srq(struct ibv_srq *srq,
+		      struct ibv_srq_attr *srq_attr,
+		      struct ibv_query_srq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_srq(struct ibv_srq *srq);
+
+/* ---- QP ---- */
+int ibv_cmd_create_qp(struct ibv_pd *pd,
+		      struct ibv_qp *qp, struct ibv_qp_init_attr *attr,
+		      struct ibv_create_qp *cmd, size_t cmd_size,
+		      struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
+int ibv_cmd_create_qp_ex(struct ibv_context *context,
+			 struct verbs_qp *qp,
+			 struct ibv_qp_init_attr_ex *attr_ex,
+			 struct ibv_create_qp *cmd, size_t cmd_size,
+			 struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
+int ibv_cmd_create_qp_ex2(struct ibv_context *context,
+			  struct verbs_qp *qp,
+			  struct ibv_qp_init_attr_ex *qp_attr,
+			  struct ibv_create_qp_ex *cmd,
+			  size_t cmd_size,
+			  struct ib_uverbs_ex_create_qp_resp *resp,
+			  size_t resp_size);
+int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
+		     int attr_mask,
+		     struct ibv_qp_init_attr *qp_init_attr,
+		     struct ibv_query_qp *cmd, size_t cmd_size);
+int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		      int attr_mask,
+		      struct ibv_modify_qp *cmd, size_t cmd_size);
+int ibv_cmd_modify_qp_ex(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+			 int attr_mask, struct ibv_modify_qp_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_modify_qp_resp *resp,
+			 size_t resp_size);
+int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+/* Post through the kernel (alloca()s the command): the slow path. */
+int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		      struct ibv_send_wr **bad_wr);
+int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
+int ibv_cmd_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			  struct ibv_recv_wr **bad_wr);
+int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
+int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
+			 uint16_t lid);
+
+/* ---- AH ---- */
+/* Builds its own CREATE_AH command (no driver request data). */
+int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
+		      struct ibv_ah_attr *attr,
+		      struct ib_uverbs_create_ah_resp *resp,
+		      size_t resp_size);
+int ibv_cmd_destroy_ah(struct ibv_ah *ah);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
@@ -385,16 +854,72 @@ int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
 SROCE_ABI34_ASSERT_CMD(ibv_get_context, ib_uverbs_get_context, response);
 SROCE_ABI34_ASSERT_CMD(ibv_query_port, ib_uverbs_query_port, response);
 SROCE_ABI34_ASSERT_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd, response);
+SROCE_ABI34_ASSERT_CMD(ibv_alloc_mw, ib_uverbs_alloc_mw, response);
+SROCE_ABI34_ASSERT_CMD(ibv_create_cq, ib_uverbs_create_cq, response);
+SROCE_ABI34_ASSERT_CMD(ibv_resize_cq, ib_uverbs_resize_cq, response);
+SROCE_ABI34_ASSERT_CMD(ibv_reg_mr, ib_uverbs_reg_mr, response);
+SROCE_ABI34_ASSERT_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr, response);
+SROCE_ABI34_ASSERT_CMD(ibv_create_qp, ib_uverbs_create_qp, response);
+SROCE_ABI34_ASSERT_CMD(ibv_query_qp, ib_uverbs_query_qp, response);
+SROCE_ABI34_ASSERT_CMD(ibv_modify_qp, ib_uverbs_modify_qp, dest);
+SROCE_ABI34_ASSERT_CMD(ibv_create_srq, ib_uverbs_create_srq, response);
+SROCE_ABI34_ASSERT_CMD(ibv_create_xsrq, ib_uverbs_create_xsrq, response);
+SROCE_ABI34_ASSERT_CMD(ibv_modify_srq, ib_uverbs_modify_srq, srq_handle);
+SROCE_ABI34_ASSERT_CMD(ibv_query_srq, ib_uverbs_query_srq, response);
+SROCE_ABI34_ASSERT_CMD(ibv_post_send, ib_uverbs_post_send, response);
+SROCE_ABI34_ASSERT_CMD(ibv_post_recv, ib_uverbs_post_recv, response);
+SROCE_ABI34_ASSERT_CMD(ibv_post_srq_recv, ib_uverbs_post_srq_recv, response);
 static_assert(offsetof(struct ibv_query_port, port_num) ==
 		      sizeof(struct ib_uverbs_cmd_hdr) +
 			      offsetof(struct ib_uverbs_query_port, port_num),
 	      "ibv_query_port layout");
 #undef SROCE_ABI34_ASSERT_CMD
 
+/* Extended commands: struct ex_hdr + the kernel struct, 8-byte multiples. */
+#define SROCE_ABI34_ASSERT_CMD_EX(cmd, kstruct, first)                      \
+	static_assert(sizeof(struct cmd) ==                                  \
+			      sizeof(struct ex_hdr) + sizeof(struct kstruct), \
+		      #cmd " size");                                         \
+	static_assert(sizeof(struct cmd) % 8 == 0, #cmd " alignment");       \
+	static_assert(offsetof(struct cmd, first) ==                         \
+			      sizeof(struct ex_hdr) +                        \
+				      offsetof(struct kstruct, first),       \
+		      #cmd " layout")
+static_assert(sizeof(struct ex_hdr) == 24, "ex_hdr");
+SROCE_ABI34_ASSERT_CMD_EX(ibv_create_cq_ex, ib_uverbs_ex_create_cq, user_handle);
+SROCE_ABI34_ASSERT_CMD_EX(ibv_create_qp_ex, ib_uverbs_ex_create_qp, user_handle);
+SROCE_ABI34_ASSERT_CMD_EX(ibv_modify_qp_ex, ib_uverbs_ex_modify_qp, base);
+static_assert(offsetof(struct ibv_create_cq_ex, reserved) ==
+		      sizeof(struct ex_hdr) +
+			      offsetof(struct ib_uverbs_ex_create_cq, reserved),
+	      "ibv_create_cq_ex layout");
+static_assert(offsetof(struct ibv_create_qp_ex, source_qpn) ==
+		      sizeof(struct ex_hdr) +
+			      offsetof(struct ib_uverbs_ex_create_qp, source_qpn),
+	      "ibv_create_qp_ex layout");
+static_assert(offsetof(struct ibv_modify_qp_ex, rate_limit) ==
+		      sizeof(struct ex_hdr) +
+			      offsetof(struct ib_uverbs_ex_modify_qp, rate_limit),
+	      "ibv_modify_qp_ex layout");
+#undef SROCE_ABI34_ASSERT_CMD_EX
+
 static_assert(offsetof(struct verbs_device, device) == 0,
 	      "ibv_device must be first in verbs_device");
+static_assert(offsetof(struct verbs_mr, ibv_mr) == 0, "verbs_mr");
+static_assert(offsetof(struct verbs_cq, cq) == 0 &&
+		      offsetof(struct verbs_cq, cq_ex) == 0,
+	      "verbs_cq: ibv_cq_ex_to_cq() is a cast");
+static_assert(offsetof(struct verbs_qp, qp) == 0 &&
+		      offsetof(struct ibv_qp_ex, qp_base) == 0,
+	      "verbs_qp");
 
 #ifdef __cplusplus
+/* driver.h verbs_get_mr(): ibv_mr is the first member of verbs_mr. */
+static inline struct verbs_mr *verbs_get_mr(struct ibv_mr *mr)
+{
+	return reinterpret_cast<struct verbs_mr *>(mr);
+}
+
 /* driver.h verbs_get_device(): ibv_device is the first member. */
 static inline struct verbs_device *verbs_get_device(const struct ibv_device *dev)
 {

@@ -7,12 +7,14 @@
 #ifndef SROCE_PROVIDER_HPP
 #define SROCE_PROVIDER_HPP
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <type_traits>
 
 #include "abi34.h"
+#include "ring.hpp"
 #include <sroce-abi.h>
 
 namespace sroce {
@@ -48,6 +50,43 @@ struct pd {
 	uint32_t pdn;
 };
 
+// An address handle: UD send WQEs name it by the kernel's number.
+struct ah {
+	struct ibv_ah ibv_ah;
+	uint32_t ah_num;		// sroce_create_ah_resp.ah_num
+};
+
+// A completion queue: the kernel produces struct sroce_cqe into a ring we
+// map; ibv_poll_cq and the ibv_cq_ex iterator consume it without a
+// system call.
+//
+// lock (a spinlock: the critical sections are a few loads and stores)
+// guards the consumer side - ring, cur, map/map_len - because libibverbs
+// lets several threads poll one CQ.  It is held from a successful
+// start_poll to end_poll, and across resize_cq's command, because the
+// kernel copies the unpolled CQEs from our consumer index into the new
+// ring: no one may consume from the old ring meanwhile.
+struct cq {
+	struct verbs_cq vcq;		// ibv_cq / ibv_cq_ex; must be first
+	pthread_spinlock_t lock;
+	consumer_ring ring;		// detached when there is no mapping
+	// cq_ex: the CQE start_poll/next_poll made current, else kNoCqe.
+	const struct sroce_cqe *cur;
+	void *map;			// our mmap() of the ring, or nullptr
+	size_t map_len;
+	uint32_t cqn;			// sroce_create_cq_resp.cqn
+};
+static_assert(offsetof(cq, vcq) == 0);
+
+// What cq::cur points at when no CQE is current: reads give zeros.
+extern const struct sroce_cqe kNoCqe;
+
+// A memory region: libibverbs' verbs_mr is all the state there is.
+struct mr {
+	struct verbs_mr vmr;		// must be first
+};
+static_assert(offsetof(mr, vmr) == 0);
+
 static inline context *to_sctx(struct ibv_context *ibctx)
 {
 	struct verbs_context *vctx = container_of<struct verbs_context>(
@@ -58,6 +97,26 @@ static inline context *to_sctx(struct ibv_context *ibctx)
 static inline pd *to_spd(struct ibv_pd *ibpd)
 {
 	return container_of<pd>(ibpd, offsetof(pd, ibv_pd));
+}
+
+static inline ah *to_sah(struct ibv_ah *ibah)
+{
+	return container_of<ah>(ibah, offsetof(ah, ibv_ah));
+}
+
+static inline cq *to_scq(struct ibv_cq *ibcq)
+{
+	return reinterpret_cast<cq *>(ibcq);	// vcq.cq at offset 0
+}
+
+static inline cq *to_scq(struct ibv_cq_ex *ibcq)
+{
+	return reinterpret_cast<cq *>(ibcq);	// vcq.cq_ex at offset 0
+}
+
+static inline mr *to_smr(struct verbs_mr *vmr)
+{
+	return reinterpret_cast<mr *>(vmr);
 }
 
 static inline device *to_sdev(struct ibv_device *ibdev)
@@ -98,6 +157,42 @@ static_assert(drv_resp_layout_ok<struct ib_uverbs_get_context_resp,
 static_assert(drv_resp_layout_ok<struct ib_uverbs_alloc_pd_resp,
 				 struct sroce_alloc_pd_resp>());
 
+// CQ responses.  create_cq_ex's core response is the extended one (16
+// bytes) even when libibverbs ends up sending the legacy command: it then
+// places the legacy response right before our part.
+using create_cq_resp =
+	drv_resp<struct ib_uverbs_create_cq_resp, struct sroce_create_cq_resp>;
+using create_cq_ex_resp =
+	drv_resp<struct ib_uverbs_ex_create_cq_resp, struct sroce_create_cq_resp>;
+using resize_cq_resp =
+	drv_resp<struct ib_uverbs_resize_cq_resp, struct sroce_resize_cq_resp>;
+static_assert(drv_resp_layout_ok<struct ib_uverbs_create_cq_resp,
+				 struct sroce_create_cq_resp>());
+static_assert(drv_resp_layout_ok<struct ib_uverbs_ex_create_cq_resp,
+				 struct sroce_create_cq_resp>());
+static_assert(sizeof(create_cq_ex_resp) % 8 == 0);	// _ex counts 8-byte words
+static_assert(drv_resp_layout_ok<struct ib_uverbs_resize_cq_resp,
+				 struct sroce_resize_cq_resp>());
+
+// QP, SRQ and AH responses (for the objects still to come).
+using create_qp_resp =
+	drv_resp<struct ib_uverbs_create_qp_resp, struct sroce_create_qp_resp>;
+using create_qp_ex_resp =
+	drv_resp<struct ib_uverbs_ex_create_qp_resp, struct sroce_create_qp_resp>;
+using create_srq_resp =
+	drv_resp<struct ib_uverbs_create_srq_resp, struct sroce_create_srq_resp>;
+using create_ah_resp =
+	drv_resp<struct ib_uverbs_create_ah_resp, struct sroce_create_ah_resp>;
+static_assert(drv_resp_layout_ok<struct ib_uverbs_create_qp_resp,
+				 struct sroce_create_qp_resp>());
+static_assert(drv_resp_layout_ok<struct ib_uverbs_ex_create_qp_resp,
+				 struct sroce_create_qp_resp>());
+static_assert(sizeof(create_qp_ex_resp) % 8 == 0);	// _ex counts 8-byte words
+static_assert(drv_resp_layout_ok<struct ib_uverbs_create_srq_resp,
+				 struct sroce_create_srq_resp>());
+static_assert(drv_resp_layout_ok<struct ib_uverbs_create_ah_resp,
+				 struct sroce_create_ah_resp>());
+
 // ---- device matching (sroce_provider.cpp) --------------------------------
 
 enum class match_result {
@@ -127,6 +222,26 @@ int query_port(struct ibv_context *ibctx, uint8_t port_num,
 	       struct ibv_port_attr *port_attr);
 struct ibv_pd *alloc_pd(struct ibv_context *ibctx);
 int dealloc_pd(struct ibv_pd *ibpd);
+
+struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+		      uint64_t hca_va, int access);
+int rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd, void *addr,
+	     size_t length, int access);
+int dereg_mr(struct verbs_mr *vmr);
+
+// ---- completion queues (cq.cpp) --------------------------------------------
+
+// The ibv_cq_init_attr_ex.wc_flags this provider's CQEs can answer.
+inline constexpr uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
+
+struct ibv_cq *create_cq(struct ibv_context *ibctx, int cqe,
+			 struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *create_cq_ex(struct ibv_context *ibctx,
+			       struct ibv_cq_init_attr_ex *attr);
+int destroy_cq(struct ibv_cq *ibcq);
+int poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
+int req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+int resize_cq(struct ibv_cq *ibcq, int cqe);
 
 } // namespace sroce
 

@@ -138,10 +138,19 @@ static constexpr struct verbs_context_ops make_ctx_ops()
 	struct verbs_context_ops ops = {};
 
 	ops.alloc_pd = alloc_pd;
+	ops.create_cq = create_cq;
+	ops.create_cq_ex = create_cq_ex;
 	ops.dealloc_pd = dealloc_pd;
+	ops.dereg_mr = dereg_mr;
+	ops.destroy_cq = destroy_cq;
 	ops.free_context = sroce_free_context;
+	ops.poll_cq = poll_cq;
 	ops.query_device_ex = query_device_ex;
 	ops.query_port = query_port;
+	ops.reg_mr = reg_mr;
+	ops.req_notify_cq = req_notify_cq;
+	ops.rereg_mr = rereg_mr;
+	ops.resize_cq = resize_cq;
 	return ops;
 }
 static constinit const struct verbs_context_ops sroce_ctx_ops = make_ctx_ops();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 //
-// verbs.cpp - verbs objects: device/port queries, protection domains.
-// (QPs, CQs, MRs and the shared rings arrive with ring.hpp.)
+// verbs.cpp - verbs objects: device/port queries, protection domains,
+// memory regions.  (CQs are in cq.cpp.)
 
 #include <errno.h>
 #include <stdio.h>
@@ -65,6 +65,62 @@ int dealloc_pd(struct ibv_pd *ibpd)
 	if (ret)
 		return ret;
 	free(to_spd(ibpd));
+	return 0;
+}
+
+// ---- memory regions ------------------------------------------------------------
+//
+// The kernel pins and keys the region; there is no driver data either
+// way.  ibv_cmd_reg_mr fills handle, lkey, rkey, mr_type and access;
+// ibv_reg_mr() then sets pd, addr and length.
+
+struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+		      uint64_t hca_va, int access)
+{
+	auto *m = static_cast<mr *>(calloc(1, sizeof(mr)));
+	if (!m)
+		return nullptr;
+
+	struct ibv_reg_mr cmd = {};
+	struct ib_uverbs_reg_mr_resp resp = {};
+	int ret = ibv_cmd_reg_mr(ibpd, addr, length, hca_va, access, &m->vmr,
+				 &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(m);
+		errno = ret;
+		return nullptr;
+	}
+	return &m->vmr.ibv_mr;
+}
+
+// The kernel builds a new region and answers with its keys (the handle
+// stays); ibv_cmd_rereg_mr stores them, ibv_rereg_mr() updates pd, addr
+// and length.  The IOVA of a new translation is its address, as for
+// ibv_reg_mr().  On failure the region is unchanged.
+int rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd, void *addr,
+	     size_t length, int access)
+{
+	struct ibv_rereg_mr cmd = {};
+	struct ib_uverbs_rereg_mr_resp resp = {};
+	int ret = ibv_cmd_rereg_mr(vmr, static_cast<uint32_t>(flags), addr, length,
+				   reinterpret_cast<uintptr_t>(addr), access, ibpd,
+				   &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		errno = ret;
+		return ret;
+	}
+	// ibv_dereg_mr() reads the access flags back (IBV_ACCESS_ON_DEMAND).
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		vmr->access = access;
+	return 0;
+}
+
+int dereg_mr(struct verbs_mr *vmr)
+{
+	int ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	free(to_smr(vmr));
 	return 0;
 }
 

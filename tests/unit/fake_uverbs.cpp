@@ -12,19 +12,34 @@
 //     character device numbered 231:(192+N), matching the fake "dev" files;
 //   - ioctl() on that fd fails with ENOTTY (no ioctl() uverbs), so every
 //     command goes through the write() ABI, which this file implements for
-//     GET_CONTEXT, QUERY_DEVICE, EX_QUERY_DEVICE, QUERY_PORT, ALLOC_PD and
-//     DEALLOC_PD like the kernel does (core structs from <rdma/
-//     ib_user_verbs.h>, driver udata from <sroce-abi.h>).
+//     GET_CONTEXT, QUERY_DEVICE, EX_QUERY_DEVICE, QUERY_PORT, ALLOC_PD,
+//     DEALLOC_PD, CREATE_COMP_CHANNEL, CREATE_CQ, RESIZE_CQ, DESTROY_CQ,
+//     REQ_NOTIFY_CQ, REG_MR, REREG_MR and DEREG_MR like kernel/sroce_*.c
+//     and ib_core do (core structs from <rdma/ib_user_verbs.h>, driver
+//     udata from <sroce-abi.h>, the kernel's errnos);
+//   - mmap() of that fd at a ring's offset maps the CQ ring (a memfd the
+//     fake keeps its own "kernel" mapping of), munmap() is tracked.
 //
 // Each command is logged to $FAKE_UVERBS_LOG, e.g.
 //   GET_CONTEXT in=16 out=24 udata_in=0 udata_out=16 ret=0
-// so tests can check the exact udata sizes the provider sends.
+//   REG_MR in=40 out=12 udata_in=0 udata_out=0 handle=1 start=0x... ret=0
+// so tests can check the exact udata sizes and the fields the provider
+// sends.
 //
-// Knobs (environment): FAKE_SROCE_CTX_ABI (abi_version in the context
-// response, default SROCE_UVERBS_ABI_VERSION), FAKE_PORT_STATE (default 4,
-// ACTIVE), FAKE_ACTIVE_MTU (enum, default 3 = 1024), FAKE_GID_TBL_LEN
-// (default 4), FAKE_PD_LIMIT (ALLOC_PD fails with ENOMEM beyond this many
-// live PDs, default 1000000).
+// A test running in the same process drives the kernel side through the
+// extern "C" fake_uverbs_* functions at the end (find them with dlsym):
+// produce CQEs, read a CQ's indices, corrupt its producer index, count
+// live ring mappings.
+//
+// Knobs (environment, read at each command): FAKE_SROCE_CTX_ABI
+// (abi_version in the context response, default SROCE_UVERBS_ABI_VERSION),
+// FAKE_PORT_STATE (default 4, ACTIVE), FAKE_ACTIVE_MTU (enum, default 3 =
+// 1024), FAKE_GID_TBL_LEN (default 4), FAKE_PD_LIMIT (ALLOC_PD fails with
+// ENOMEM beyond this many live PDs, default 1000000), FAKE_CQ_START_INDEX
+// (initial prod/cons of a new CQ ring, default 0), FAKE_CQ_BAD_RING
+// ("entries", "stride", "length" or "offset": describe the ring wrongly in
+// the create/resize response), FAKE_MMAP_FAIL (mmap of a ring fails with
+// ENOMEM).
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -32,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -39,6 +55,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <mutex>
+
+#include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <sroce-abi.h>
 
@@ -56,9 +75,64 @@ struct fake_file {
 	unsigned live_pds;
 	unsigned next_handle;
 	unsigned char pd_live[1024];	// by handle
+	unsigned live_cqs;
+	unsigned live_mrs;
+	uint64_t next_mmap_page;	// mmap offsets handed out, in pages
 };
 
 fake_file g_files[kMaxFd];
+
+// The kernel's limits (kernel/sroce.h).
+constexpr uint32_t kMaxCqe = (1u << 16) - 1;
+constexpr unsigned kMaxCq = 256;	// handles 1..kMaxCq-1
+constexpr unsigned kMaxMr = 4096;	// handles 1..kMaxMr-1
+constexpr unsigned kMaxRings = 512;
+constexpr unsigned kMaxUserMaps = 512;
+
+// A ring the "kernel" allocated (rdma_user_mmap_entry + vmalloc_user).
+struct fake_ring {
+	bool live;		// still mappable at offset
+	int owner_fd;
+	uint64_t offset;
+	size_t len;
+	int memfd;		// the pages
+	void *kmap;		// the kernel's view of them
+};
+
+struct fake_cq {
+	bool live;
+	int owner_fd;
+	unsigned ring;		// index in g_rings
+	uint32_t entries;
+	uint32_t prod;		// the kernel's private producer index
+	uint32_t cqn;
+	unsigned arms, solicited_arms;
+};
+
+struct fake_mr {
+	bool live;
+	int owner_fd;
+	uint32_t key;		// lkey == rkey
+	uint32_t pd;
+	uint64_t start, length, iova;
+	uint32_t access;
+};
+
+// A mapping the provider made of a ring.
+struct user_map {
+	bool live;
+	void *addr;
+	size_t len;
+	unsigned ring;
+};
+
+std::mutex g_lock;	// the tables below, and every fake command
+fake_ring g_rings[kMaxRings];
+fake_cq g_cqs[kMaxCq];
+fake_mr g_mrs[kMaxMr];
+user_map g_maps[kMaxUserMaps];
+unsigned g_key_gen;
+unsigned g_next_cqn = 1;
 
 template <class F>
 F real(const char *name)
@@ -177,7 +251,7 @@ void fill_device_resp(ib_uverbs_query_device_resp *r)
 	r->max_sge = 16;
 	r->max_sge_rd = 16;
 	r->max_cq = 1024;
-	r->max_cqe = 65536;
+	r->max_cqe = kMaxCqe;
 	r->max_mr = 4096;
 	r->max_pd = 1024;
 	r->max_qp_rd_atom = 16;
@@ -258,18 +332,490 @@ int do_alloc_pd(fake_file *f, const void *req, const cmd_sizes &sz)
 	return 0;
 }
 
-int do_dealloc_pd(fake_file *f, const void *req)
+struct fake_mr;
+bool pd_has_mrs(int fd, uint32_t pd);
+
+int do_dealloc_pd(fake_file *f, int fd, const void *req)
 {
 	auto *cmd = static_cast<const ib_uverbs_dealloc_pd *>(req);
 	if (cmd->pd_handle >= sizeof(f->pd_live) || !f->pd_live[cmd->pd_handle])
 		return EINVAL;
+	if (pd_has_mrs(fd, cmd->pd_handle))
+		return EBUSY;	// ib_core: the PD is still in use
 	f->pd_live[cmd->pd_handle] = 0;
 	f->live_pds--;
 	return 0;
 }
 
+bool pd_ok(fake_file *f, uint32_t handle)
+{
+	return handle < sizeof(f->pd_live) && f->pd_live[handle];
+}
+
+// ---- rings ---------------------------------------------------------------------
+
+template <class T>
+T load_acquire(T *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+template <class T>
+void store_release(T *p, T v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+sroce_ring_hdr *ring_hdr(const fake_ring &r)
+{
+	return static_cast<sroce_ring_hdr *>(r.kmap);
+}
+
+sroce_cqe *cq_elem(const fake_cq &cq, uint32_t index)
+{
+	auto *data = static_cast<unsigned char *>(g_rings[cq.ring].kmap) +
+		     SROCE_RING_DATA_OFFSET;
+	return reinterpret_cast<sroce_cqe *>(
+		data + static_cast<size_t>(index & (cq.entries - 1)) * SROCE_CQE_SIZE);
+}
+
+// A zeroed ring of entries CQEs (sroce_queue_init + map_user); -1 if none.
+int ring_alloc(fake_file *f, int fd, uint32_t entries, uint32_t stride)
+{
+	const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+	const size_t len = (SROCE_RING_DATA_OFFSET + size_t{entries} * stride + page - 1) &
+			   ~(page - 1);
+	for (unsigned i = 0; i < kMaxRings; i++) {
+		fake_ring &r = g_rings[i];
+		if (r.live)
+			continue;
+		int mfd = memfd_create("fake-sroce-ring", MFD_CLOEXEC);
+		if (mfd < 0)
+			return -1;
+		static auto real_mmap =
+			real<void *(*)(void *, size_t, int, int, int, off_t)>("mmap");
+		if (ftruncate(mfd, static_cast<off_t>(len)) != 0) {
+			static auto real_close = real<int (*)(int)>("close");
+			real_close(mfd);
+			return -1;
+		}
+		void *k = real_mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+		if (k == MAP_FAILED) {
+			static auto real_close = real<int (*)(int)>("close");
+			real_close(mfd);
+			return -1;
+		}
+		r = fake_ring{};
+		r.live = true;
+		r.owner_fd = fd;
+		r.offset = ++f->next_mmap_page * page;
+		r.len = len;
+		r.memfd = mfd;
+		r.kmap = k;
+		return static_cast<int>(i);
+	}
+	return -1;
+}
+
+// rdma_user_mmap_entry_remove: no new mappings; pages live on in the
+// provider's mappings (the memfd is gone, the mapping keeps them).
+void ring_free(unsigned i)
+{
+	fake_ring &r = g_rings[i];
+	static auto real_munmap = real<int (*)(void *, size_t)>("munmap");
+	static auto real_close = real<int (*)(int)>("close");
+	if (r.kmap)
+		real_munmap(r.kmap, r.len);
+	if (r.memfd > 0)
+		real_close(r.memfd);
+	r = fake_ring{};
+}
+
+// Fill a response's ring description, spoiled as FAKE_CQ_BAD_RING asks.
+void ring_info(const fake_ring &r, uint32_t entries, sroce_ring_info *info)
+{
+	info->mmap_offset = r.offset;
+	info->mmap_length = r.len;
+	info->entries = entries;
+	info->stride = SROCE_CQE_SIZE;
+	const char *bad = getenv("FAKE_CQ_BAD_RING");
+	if (!bad)
+		return;
+	if (!strcmp(bad, "entries"))
+		info->entries = entries + 1;		// not a power of two
+	else if (!strcmp(bad, "stride"))
+		info->stride = SROCE_CQE_SIZE / 2;	// smaller than a CQE
+	else if (!strcmp(bad, "length"))
+		info->mmap_length = SROCE_RING_DATA_OFFSET;	// no elements
+	else if (!strcmp(bad, "offset"))
+		info->mmap_offset = r.offset + 1;	// not page aligned
+}
+
+uint32_t round_up_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+// ---- completion queues ------------------------------------------------------------
+
+fake_cq *cq_lookup(int fd, uint32_t handle)
+{
+	if (handle == 0 || handle >= kMaxCq || !g_cqs[handle].live ||
+	    g_cqs[handle].owner_fd != fd)
+		return nullptr;
+	return &g_cqs[handle];
+}
+
+int do_create_comp_channel(const void *req, const cmd_sizes &sz, char *detail,
+			   size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_create_comp_channel *>(req);
+	int cfd = eventfd(0, EFD_CLOEXEC);
+	if (cfd < 0)
+		return errno;
+	ib_uverbs_create_comp_channel_resp r = {};
+	r.fd = static_cast<__u32>(cfd);
+	put(cmd->response, &r, sizeof(r), sz.out);
+	snprintf(detail, dlen, " fd=%d", cfd);
+	return 0;
+}
+
+int do_create_cq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+		 char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_create_cq *>(req);
+	snprintf(detail, dlen, " cqe=%u comp_vector=%u comp_channel=%d", cmd->cqe,
+		 cmd->comp_vector, cmd->comp_channel);
+	// ib_core, then sroce_create_cq()
+	if (cmd->comp_vector >= 1)
+		return EINVAL;
+	if (cmd->cqe < 1 || cmd->cqe > kMaxCqe)
+		return EINVAL;
+	if (sz.out - sz.core_out < sizeof(sroce_create_cq_resp))
+		return EINVAL;
+	unsigned h = 0;
+	for (unsigned i = 1; i < kMaxCq; i++)
+		if (!g_cqs[i].live) {
+			h = i;
+			break;
+		}
+	if (!h)
+		return ENOMEM;
+	const uint32_t entries = round_up_pow2(cmd->cqe);
+	int ri = ring_alloc(f, fd, entries, SROCE_CQE_SIZE);
+	if (ri < 0)
+		return ENOMEM;
+	fake_cq &cq = g_cqs[h];
+	cq = fake_cq{};
+	cq.live = true;
+	cq.owner_fd = fd;
+	cq.ring = static_cast<unsigned>(ri);
+	cq.entries = entries;
+	cq.cqn = g_next_cqn++;
+	cq.prod = static_cast<uint32_t>(env_long("FAKE_CQ_START_INDEX", 0));
+	ring_hdr(g_rings[ri])->prod = cq.prod;
+	ring_hdr(g_rings[ri])->cons = cq.prod;
+	f->live_cqs++;
+
+	ib_uverbs_create_cq_resp core = {};
+	core.cq_handle = h;
+	core.cqe = entries;
+	sroce_create_cq_resp drv = {};
+	ring_info(g_rings[ri], entries, &drv.ring);
+	drv.cqn = cq.cqn;
+	put(cmd->response, &core, sizeof(core), sz.core_out);
+	put(cmd->response + sz.core_out, &drv, sizeof(drv), sz.out - sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail),
+		 " handle=%u entries=%u offset=0x%llx len=%zu", h, entries,
+		 static_cast<unsigned long long>(g_rings[ri].offset), g_rings[ri].len);
+	return 0;
+}
+
+int do_destroy_cq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+		  char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_destroy_cq *>(req);
+	snprintf(detail, dlen, " handle=%u", cmd->cq_handle);
+	fake_cq *cq = cq_lookup(fd, cmd->cq_handle);
+	if (!cq)
+		return EINVAL;
+	ring_free(cq->ring);
+	*cq = fake_cq{};
+	f->live_cqs--;
+	ib_uverbs_destroy_cq_resp r = {};	// no events were reported
+	put(cmd->response, &r, sizeof(r), sz.out);
+	return 0;
+}
+
+int do_req_notify_cq(int fd, const void *req, char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_req_notify_cq *>(req);
+	snprintf(detail, dlen, " handle=%u solicited=%u", cmd->cq_handle,
+		 cmd->solicited_only);
+	fake_cq *cq = cq_lookup(fd, cmd->cq_handle);
+	if (!cq)
+		return EINVAL;
+	if (cmd->solicited_only)
+		cq->solicited_arms++;
+	else
+		cq->arms++;
+	return 0;
+}
+
+// sroce_resize_cq(): the unpolled CQEs move to the start of a new ring.
+int do_resize_cq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+		 char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_resize_cq *>(req);
+	snprintf(detail, dlen, " handle=%u cqe=%u", cmd->cq_handle, cmd->cqe);
+	fake_cq *cq = cq_lookup(fd, cmd->cq_handle);
+	if (!cq)
+		return EINVAL;
+	if (cmd->cqe < 1 || cmd->cqe > kMaxCqe)
+		return EINVAL;
+	if (sz.out - sz.core_out < sizeof(sroce_resize_cq_resp))
+		return EINVAL;
+	const uint32_t cons = load_acquire(&ring_hdr(g_rings[cq->ring])->cons);
+	const uint32_t used = cq->prod - cons;
+	if (used > cq->entries)
+		return EINVAL;		// corrupt consumer index
+	const uint32_t entries = round_up_pow2(cmd->cqe);
+	if (used > cmd->cqe || used > entries)
+		return EINVAL;
+	int ri = ring_alloc(f, fd, entries, SROCE_CQE_SIZE);
+	if (ri < 0)
+		return ENOMEM;
+	fake_cq nq = *cq;
+	nq.ring = static_cast<unsigned>(ri);
+	nq.entries = entries;
+	nq.prod = used;
+	for (uint32_t i = 0; i < used; i++)
+		memcpy(cq_elem(nq, i), cq_elem(*cq, cons + i), SROCE_CQE_SIZE);
+	store_release(&ring_hdr(g_rings[ri])->prod, used);
+	ring_hdr(g_rings[ri])->flags = ring_hdr(g_rings[cq->ring])->flags;
+	ring_free(cq->ring);
+	*cq = nq;
+
+	ib_uverbs_resize_cq_resp core = {};
+	core.cqe = entries;
+	sroce_resize_cq_resp drv = {};
+	ring_info(g_rings[ri], entries, &drv.ring);
+	put(cmd->response, &core, sizeof(core), sz.core_out);
+	put(cmd->response + sz.core_out, &drv, sizeof(drv), sz.out - sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail),
+		 " entries=%u moved=%u offset=0x%llx len=%zu", entries, used,
+		 static_cast<unsigned long long>(g_rings[ri].offset), g_rings[ri].len);
+	return 0;
+}
+
+// ---- memory regions ------------------------------------------------------------------
+
+constexpr uint32_t kAccessLocalWrite = IB_UVERBS_ACCESS_LOCAL_WRITE;
+constexpr uint32_t kAccessRemote = IB_UVERBS_ACCESS_REMOTE_WRITE |
+				   IB_UVERBS_ACCESS_REMOTE_ATOMIC;
+// IB_ACCESS_SUPPORTED of the 6.1 kernel
+constexpr uint32_t kAccessSupported = ((IB_UVERBS_ACCESS_HUGETLB << 1) - 1) |
+				      IB_UVERBS_ACCESS_OPTIONAL_RANGE;
+// SROCE_MR_ACCESS (kernel/sroce_mr.c)
+constexpr uint32_t kSroceAccess = IB_UVERBS_ACCESS_LOCAL_WRITE |
+				  IB_UVERBS_ACCESS_REMOTE_WRITE |
+				  IB_UVERBS_ACCESS_REMOTE_READ |
+				  IB_UVERBS_ACCESS_REMOTE_ATOMIC |
+				  IB_UVERBS_ACCESS_MW_BIND | IB_UVERBS_ACCESS_HUGETLB |
+				  IB_UVERBS_ACCESS_RELAXED_ORDERING;
+
+// enum ib_mr_rereg_flags (kernel-internal; the same bits as
+// IBV_REREG_MR_CHANGE_*)
+constexpr uint32_t kReregTrans = 1u << 0;
+constexpr uint32_t kReregPd = 1u << 1;
+constexpr uint32_t kReregAccess = 1u << 2;
+
+// ib_check_mr_access()
+int check_access(uint32_t access)
+{
+	if ((access & kAccessRemote) && !(access & kAccessLocalWrite))
+		return EINVAL;
+	if (access & ~kAccessSupported)
+		return EINVAL;
+	if (access & IB_UVERBS_ACCESS_ON_DEMAND)
+		return EOPNOTSUPP;
+	return 0;
+}
+
+// sroce_mr_new_user(): length, overflow, sroce's access set, pinning
+// (every page must be mapped: ib_umem_get fails with EFAULT otherwise).
+int check_user_region(uint64_t start, uint64_t length, uint64_t iova, uint32_t access)
+{
+	if (!length)
+		return EINVAL;
+	if (iova + length < iova || start + length < start)
+		return EOVERFLOW;
+	if (access & ~kSroceAccess)
+		return EOPNOTSUPP;
+	const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+	const uint64_t first = start & ~(page - 1);
+	const uint64_t last = (start + length - 1) & ~(page - 1);
+	unsigned char vec;
+	for (uint64_t p = first;; p += page) {
+		if (mincore(reinterpret_cast<void *>(p), page, &vec) != 0)
+			return EFAULT;
+		if (p == last)
+			break;
+	}
+	return 0;
+}
+
+bool pd_has_mrs(int fd, uint32_t pd)
+{
+	for (unsigned i = 1; i < kMaxMr; i++)
+		if (g_mrs[i].live && g_mrs[i].owner_fd == fd && g_mrs[i].pd == pd)
+			return true;
+	return false;
+}
+
+uint32_t new_key(unsigned handle)
+{
+	return (handle << 8) | (++g_key_gen & 0xff);
+}
+
+fake_mr *mr_lookup(int fd, uint32_t handle)
+{
+	if (handle == 0 || handle >= kMaxMr || !g_mrs[handle].live ||
+	    g_mrs[handle].owner_fd != fd)
+		return nullptr;
+	return &g_mrs[handle];
+}
+
+int do_reg_mr(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+	      char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_reg_mr *>(req);
+	snprintf(detail, dlen, " start=0x%llx length=%llu hca_va=0x%llx pd=%u access=0x%x",
+		 static_cast<unsigned long long>(cmd->start),
+		 static_cast<unsigned long long>(cmd->length),
+		 static_cast<unsigned long long>(cmd->hca_va), cmd->pd_handle,
+		 cmd->access_flags);
+	// ib_uverbs_reg_mr()
+	if ((cmd->start & 0xfff) != (cmd->hca_va & 0xfff))
+		return EINVAL;
+	if (int err = check_access(cmd->access_flags))
+		return err;
+	if (!pd_ok(f, cmd->pd_handle))
+		return EINVAL;
+	// sroce_reg_user_mr()
+	if (int err = check_user_region(cmd->start, cmd->length, cmd->hca_va,
+					cmd->access_flags))
+		return err;
+	unsigned h = 0;
+	for (unsigned i = 1; i < kMaxMr; i++)
+		if (!g_mrs[i].live) {
+			h = i;
+			break;
+		}
+	if (!h)
+		return ENOMEM;
+	fake_mr &m = g_mrs[h];
+	m = fake_mr{};
+	m.live = true;
+	m.owner_fd = fd;
+	m.key = new_key(h);
+	m.pd = cmd->pd_handle;
+	m.start = cmd->start;
+	m.length = cmd->length;
+	m.iova = cmd->hca_va;
+	m.access = cmd->access_flags;
+	f->live_mrs++;
+	ib_uverbs_reg_mr_resp r = {};
+	r.mr_handle = h;
+	r.lkey = m.key;
+	r.rkey = m.key;
+	put(cmd->response, &r, sizeof(r), sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail), " handle=%u key=0x%x", h,
+		 m.key);
+	return 0;
+}
+
+// ib_uverbs_rereg_mr() + sroce_rereg_user_mr(): a new region, new keys,
+// same handle; unchanged attributes come from the old region.
+int do_rereg_mr(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+		char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_rereg_mr *>(req);
+	snprintf(detail, dlen,
+		 " handle=%u flags=0x%x start=0x%llx length=%llu hca_va=0x%llx pd=%u access=0x%x",
+		 cmd->mr_handle, cmd->flags, static_cast<unsigned long long>(cmd->start),
+		 static_cast<unsigned long long>(cmd->length),
+		 static_cast<unsigned long long>(cmd->hca_va), cmd->pd_handle,
+		 cmd->access_flags);
+	const uint32_t supported = kReregTrans | kReregPd | kReregAccess;
+	if ((cmd->flags & ~supported) || !cmd->flags)
+		return EINVAL;
+	if ((cmd->flags & kReregTrans) &&
+	    (cmd->start & 0xfff) != (cmd->hca_va & 0xfff))
+		return EINVAL;
+	fake_mr *m = mr_lookup(fd, cmd->mr_handle);
+	if (!m)
+		return EINVAL;
+	if (cmd->flags & kReregAccess)
+		if (int err = check_access(cmd->access_flags))
+			return err;
+	if ((cmd->flags & kReregPd) && !pd_ok(f, cmd->pd_handle))
+		return EINVAL;
+	fake_mr n = *m;
+	if (cmd->flags & kReregTrans) {
+		n.start = cmd->start;
+		n.length = cmd->length;
+		n.iova = cmd->hca_va;
+	}
+	if (cmd->flags & kReregAccess)
+		n.access = cmd->access_flags;
+	if (cmd->flags & kReregPd)
+		n.pd = cmd->pd_handle;
+	if (int err = check_user_region(n.start, n.length, n.iova, n.access))
+		return err;
+	n.key = new_key(cmd->mr_handle);
+	*m = n;
+	ib_uverbs_rereg_mr_resp r = {};
+	r.lkey = n.key;
+	r.rkey = n.key;
+	put(cmd->response, &r, sizeof(r), sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail), " key=0x%x", n.key);
+	return 0;
+}
+
+int do_dereg_mr(fake_file *f, int fd, const void *req, char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_dereg_mr *>(req);
+	snprintf(detail, dlen, " handle=%u", cmd->mr_handle);
+	fake_mr *m = mr_lookup(fd, cmd->mr_handle);
+	if (!m)
+		return EINVAL;
+	*m = fake_mr{};
+	f->live_mrs--;
+	return 0;
+}
+
+// Everything a closed file still owned, as ib_core's cleanup does.
+void release_file(int fd)
+{
+	for (unsigned i = 1; i < kMaxCq; i++)
+		if (g_cqs[i].live && g_cqs[i].owner_fd == fd) {
+			ring_free(g_cqs[i].ring);
+			g_cqs[i] = fake_cq{};
+		}
+	for (unsigned i = 1; i < kMaxMr; i++)
+		if (g_mrs[i].live && g_mrs[i].owner_fd == fd)
+			g_mrs[i] = fake_mr{};
+	for (unsigned i = 0; i < kMaxRings; i++)
+		if (g_rings[i].live && g_rings[i].owner_fd == fd)
+			ring_free(i);
+}
+
 // One write() on the fake cdev; returns 0 or a positive errno.
-int handle_write(fake_file *f, const void *buf, size_t len)
+int handle_write(fake_file *f, int fd, const void *buf, size_t len)
 {
 	if (len < sizeof(ib_uverbs_cmd_hdr))
 		return EINVAL;
@@ -308,6 +854,7 @@ int handle_write(fake_file *f, const void *buf, size_t len)
 	sz.out = hdr->out_words * 4u;
 	const void *req = p + sizeof(*hdr);
 	const char *name;
+	char detail[256] = "";
 	switch (hdr->command) {
 	case IB_USER_VERBS_CMD_GET_CONTEXT:
 		name = "GET_CONTEXT";
@@ -334,6 +881,46 @@ int handle_write(fake_file *f, const void *buf, size_t len)
 		sz.core_in = sizeof(ib_uverbs_dealloc_pd);
 		sz.core_out = 0;
 		break;
+	case IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL:
+		name = "CREATE_COMP_CHANNEL";
+		sz.core_in = sizeof(ib_uverbs_create_comp_channel);
+		sz.core_out = sizeof(ib_uverbs_create_comp_channel_resp);
+		break;
+	case IB_USER_VERBS_CMD_CREATE_CQ:
+		name = "CREATE_CQ";
+		sz.core_in = sizeof(ib_uverbs_create_cq);
+		sz.core_out = sizeof(ib_uverbs_create_cq_resp);
+		break;
+	case IB_USER_VERBS_CMD_RESIZE_CQ:
+		name = "RESIZE_CQ";
+		sz.core_in = sizeof(ib_uverbs_resize_cq);
+		sz.core_out = sizeof(ib_uverbs_resize_cq_resp);
+		break;
+	case IB_USER_VERBS_CMD_DESTROY_CQ:
+		name = "DESTROY_CQ";
+		sz.core_in = sizeof(ib_uverbs_destroy_cq);
+		sz.core_out = sizeof(ib_uverbs_destroy_cq_resp);
+		break;
+	case IB_USER_VERBS_CMD_REQ_NOTIFY_CQ:
+		name = "REQ_NOTIFY_CQ";
+		sz.core_in = sizeof(ib_uverbs_req_notify_cq);
+		sz.core_out = 0;
+		break;
+	case IB_USER_VERBS_CMD_REG_MR:
+		name = "REG_MR";
+		sz.core_in = sizeof(ib_uverbs_reg_mr);
+		sz.core_out = sizeof(ib_uverbs_reg_mr_resp);
+		break;
+	case IB_USER_VERBS_CMD_REREG_MR:
+		name = "REREG_MR";
+		sz.core_in = sizeof(ib_uverbs_rereg_mr);
+		sz.core_out = sizeof(ib_uverbs_rereg_mr_resp);
+		break;
+	case IB_USER_VERBS_CMD_DEREG_MR:
+		name = "DEREG_MR";
+		sz.core_in = sizeof(ib_uverbs_dereg_mr);
+		sz.core_out = 0;
+		break;
 	default:
 		log_line("CMD_%u ret=%d", hdr->command, EOPNOTSUPP);
 		return EOPNOTSUPP;
@@ -358,8 +945,32 @@ int handle_write(fake_file *f, const void *buf, size_t len)
 		case IB_USER_VERBS_CMD_ALLOC_PD:
 			ret = do_alloc_pd(f, req, sz);
 			break;
+		case IB_USER_VERBS_CMD_DEALLOC_PD:
+			ret = do_dealloc_pd(f, fd, req);
+			break;
+		case IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL:
+			ret = do_create_comp_channel(req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_CREATE_CQ:
+			ret = do_create_cq(f, fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_RESIZE_CQ:
+			ret = do_resize_cq(f, fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_DESTROY_CQ:
+			ret = do_destroy_cq(f, fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_REQ_NOTIFY_CQ:
+			ret = do_req_notify_cq(fd, req, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_REG_MR:
+			ret = do_reg_mr(f, fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_REREG_MR:
+			ret = do_rereg_mr(f, fd, req, sz, detail, sizeof(detail));
+			break;
 		default:
-			ret = do_dealloc_pd(f, req);
+			ret = do_dereg_mr(f, fd, req, detail, sizeof(detail));
 			break;
 		}
 	}
@@ -368,8 +979,9 @@ int handle_write(fake_file *f, const void *buf, size_t len)
 	bool pd_cmd = hdr->command == IB_USER_VERBS_CMD_ALLOC_PD ||
 		      hdr->command == IB_USER_VERBS_CMD_DEALLOC_PD;
 	if (!pd_cmd || ret || logged_pd++ < 4)
-		log_line("%s in=%zu out=%zu udata_in=%zu udata_out=%zu ret=%d", name,
-			 sz.in, sz.out, sz.in - sz.core_in, sz.out - sz.core_out, ret);
+		log_line("%s in=%zu out=%zu udata_in=%zu udata_out=%zu%s ret=%d", name,
+			 sz.in, sz.out, sz.in - sz.core_in, sz.out - sz.core_out, detail,
+			 ret);
 	return ret;
 }
 
@@ -478,7 +1090,8 @@ __attribute__((visibility("default"))) ssize_t write(int fd, const void *buf, si
 {
 	static auto real_write = real<ssize_t (*)(int, const void *, size_t)>("write");
 	if (fake_file *f = fake_fd(fd)) {
-		int ret = handle_write(f, buf, len);
+		std::lock_guard<std::mutex> guard(g_lock);
+		int ret = handle_write(f, fd, buf, len);
 		if (ret) {
 			errno = ret;
 			return -1;
@@ -492,11 +1105,148 @@ __attribute__((visibility("default"))) int close(int fd)
 {
 	static auto real_close = real<int (*)(int)>("close");
 	if (fake_file *f = fake_fd(fd)) {
-		log_line("CLOSE uverbs%d context=%d live_pds=%u", f->devnum,
-			 f->has_context ? 1 : 0, f->live_pds);
+		std::lock_guard<std::mutex> guard(g_lock);
+		log_line("CLOSE uverbs%d context=%d live_pds=%u live_cqs=%u live_mrs=%u",
+			 f->devnum, f->has_context ? 1 : 0, f->live_pds, f->live_cqs,
+			 f->live_mrs);
+		release_file(fd);
 		*f = fake_file{};
 	}
 	return real_close(fd);
+}
+
+// mmap() of the command fd: a ring, at exactly its offset and length and
+// shared (rdma_user_mmap_entry_get + sroce_mmap).
+__attribute__((visibility("default"))) void *mmap(void *addr, size_t len, int prot,
+						  int flags, int fd, off_t off)
+{
+	static auto real_mmap = real<void *(*)(void *, size_t, int, int, int, off_t)>("mmap");
+	if (!fake_fd(fd))
+		return real_mmap(addr, len, prot, flags, fd, off);
+
+	std::lock_guard<std::mutex> guard(g_lock);
+	int err = EINVAL;
+	void *ret = MAP_FAILED;
+	unsigned i = 0;
+	for (; i < kMaxRings; i++)
+		if (g_rings[i].live && g_rings[i].owner_fd == fd &&
+		    g_rings[i].offset == static_cast<uint64_t>(off))
+			break;
+	unsigned slot = 0;
+	while (slot < kMaxUserMaps && g_maps[slot].live)
+		slot++;
+	if (i == kMaxRings || len != g_rings[i].len || !(flags & MAP_SHARED))
+		err = EINVAL;
+	else if (env_long("FAKE_MMAP_FAIL", 0) || slot == kMaxUserMaps)
+		err = ENOMEM;
+	else {
+		ret = real_mmap(addr, len, prot, flags, g_rings[i].memfd, 0);
+		err = ret == MAP_FAILED ? errno : 0;
+	}
+	if (!err)
+		g_maps[slot] = user_map{true, ret, len, i};
+	log_line("MMAP offset=0x%llx len=%zu prot=0x%x flags=0x%x ret=%d",
+		 static_cast<unsigned long long>(off), len, prot, flags, err);
+	if (err)
+		errno = err;
+	return ret;
+}
+
+__attribute__((visibility("default"))) void *mmap64(void *addr, size_t len, int prot,
+						    int flags, int fd, off_t off)
+{
+	return mmap(addr, len, prot, flags, fd, off);
+}
+
+__attribute__((visibility("default"))) int munmap(void *addr, size_t len)
+{
+	static auto real_munmap = real<int (*)(void *, size_t)>("munmap");
+	{
+		std::lock_guard<std::mutex> guard(g_lock);
+		for (user_map &m : g_maps)
+			if (m.live && m.addr == addr) {
+				log_line("MUNMAP len=%zu%s", len,
+					 len == m.len ? "" : " (length differs)");
+				m = user_map{};
+			}
+	}
+	return real_munmap(addr, len);
+}
+
+// ---- the kernel side, for in-process tests ---------------------------------------
+
+// sroce_cq_post(): produce one 64-byte CQE into the CQ with this handle.
+// 0, -ENOSPC when the ring is full, -EINVAL for no such CQ or a consumer
+// index that is not within the ring (both: nothing written).
+__attribute__((visibility("default"))) int fake_uverbs_cq_push(uint32_t handle,
+							       const void *cqe)
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	if (handle == 0 || handle >= kMaxCq || !g_cqs[handle].live)
+		return -EINVAL;
+	fake_cq &cq = g_cqs[handle];
+	sroce_ring_hdr *h = ring_hdr(g_rings[cq.ring]);
+	const uint32_t cons = load_acquire(&h->cons);
+	const uint32_t used = cq.prod - cons;
+	if (used > cq.entries)
+		return -EINVAL;
+	if (used == cq.entries)
+		return -ENOSPC;
+	memcpy(cq_elem(cq, cq.prod), cqe, SROCE_CQE_SIZE);
+	cq.prod++;
+	store_release(&h->prod, cq.prod);
+	return 0;
+}
+
+// The CQ's indices as the kernel sees them (its prod, the shared cons).
+__attribute__((visibility("default"))) int fake_uverbs_cq_state(uint32_t handle,
+								uint32_t *prod,
+								uint32_t *cons,
+								uint32_t *entries)
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	if (handle == 0 || handle >= kMaxCq || !g_cqs[handle].live)
+		return -EINVAL;
+	const fake_cq &cq = g_cqs[handle];
+	*prod = cq.prod;
+	*cons = load_acquire(&ring_hdr(g_rings[cq.ring])->cons);
+	*entries = cq.entries;
+	return 0;
+}
+
+// How often REQ_NOTIFY_CQ armed the CQ (next completion, solicited).
+__attribute__((visibility("default"))) int fake_uverbs_cq_arms(uint32_t handle,
+							       unsigned *next,
+							       unsigned *solicited)
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	if (handle == 0 || handle >= kMaxCq || !g_cqs[handle].live)
+		return -EINVAL;
+	*next = g_cqs[handle].arms;
+	*solicited = g_cqs[handle].solicited_arms;
+	return 0;
+}
+
+// Store a raw value into the shared producer index, as a broken kernel
+// would (the fake's own index is left alone).
+__attribute__((visibility("default"))) int fake_uverbs_cq_poke_prod(uint32_t handle,
+								    uint32_t value)
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	if (handle == 0 || handle >= kMaxCq || !g_cqs[handle].live)
+		return -EINVAL;
+	store_release(&ring_hdr(g_rings[g_cqs[handle].ring])->prod, value);
+	return 0;
+}
+
+// Mappings of rings the provider currently holds.
+__attribute__((visibility("default"))) int fake_uverbs_live_maps(void)
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	int n = 0;
+	for (const user_map &m : g_maps)
+		n += m.live;
+	return n;
 }
 
 } // extern "C"

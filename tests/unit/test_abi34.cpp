@@ -6,7 +6,10 @@
 // member's offset and size, the enum values.  A member we do not declare
 // fails to compile; one we misplace fails here.
 #include <stddef.h>
+#include <stdlib.h>
 
+#include <fstream>
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -31,10 +34,56 @@ struct abi_row {
 	{#t "." #f " (offset, size)", offsetof(struct t, f),                   \
 	 sizeof(static_cast<struct t *>(nullptr)->f), off, sz},
 #define SROCE_ABI_CONST(c, v) {#c " (value)", static_cast<size_t>(c), 0, v, 0},
+#define SROCE_ABI_PROTO(fn, text)
 
 const abi_row kRows[] = {
 #include "abi34_reference.inc"
 };
+
+#undef SROCE_ABI_SIZE
+#undef SROCE_ABI_FIELD
+#undef SROCE_ABI_CONST
+#undef SROCE_ABI_PROTO
+
+struct proto_row {
+	const char *name;
+	const char *text;	// gcc -aux-info's rendering of the prototype
+};
+
+#define SROCE_ABI_SIZE(t, sz, al)
+#define SROCE_ABI_FIELD(t, f, off, sz)
+#define SROCE_ABI_CONST(c, v)
+#define SROCE_ABI_PROTO(fn, text) {#fn, text},
+
+const proto_row kProtos[] = {
+#include "abi34_reference.inc"
+};
+
+// gcc -aux-info output for provider/abi34.h ("make unit" writes it): one
+// line per declared function, "/* file:line:NC */ extern ... name (...);".
+// Returns name -> prototype text for the functions declared in abi34.h.
+std::map<std::string, std::string> our_prototypes(const std::string &path)
+{
+	std::map<std::string, std::string> out;
+	std::ifstream f(path);
+	std::string line;
+	while (std::getline(f, line)) {
+		const size_t end = line.find(" */ ");
+		if (line.rfind("/* ", 0) != 0 || end == std::string::npos ||
+		    line.find("abi34.h:") == std::string::npos ||
+		    line.find(":NC */") == std::string::npos)
+			continue;
+		const std::string text = line.substr(end + 4);
+		if (text.rfind("extern ", 0) != 0)
+			continue;
+		const size_t paren = text.find(" (");
+		size_t start = text.find_last_of(" *", paren - 1);
+		if (paren == std::string::npos || start == std::string::npos)
+			continue;
+		out[text.substr(start + 1, paren - start - 1)] = text;
+	}
+	return out;
+}
 
 TEST(Abi34, MatchesRdmaCore44Headers)
 {
@@ -46,6 +95,32 @@ TEST(Abi34, MatchesRdmaCore44Headers)
 		bad += r.ours_a != r.ref_a || r.ours_b != r.ref_b;
 	}
 	EXPECT_EQ(bad, 0);
+}
+
+// Every ibv_cmd_* / verbs_* prototype in abi34.h is the one rdma-core 44
+// declares (parameter types included), and nothing in abi34.h is
+// declared without a reference to check it against.
+TEST(Abi34, PrototypesMatchRdmaCore44Headers)
+{
+	const char *path = getenv("SROCE_ABI34_PROTOS");
+	if (!path)
+		GTEST_SKIP() << "SROCE_ABI34_PROTOS not set (run through 'make unit')";
+	const auto ours = our_prototypes(path);
+	ASSERT_GE(ours.size(), 40u) << path;
+	std::map<std::string, std::string> ref;
+	for (const proto_row &p : kProtos)
+		ref[p.name] = p.text;
+	for (const auto &[name, text] : ref) {
+		auto it = ours.find(name);
+		if (it == ours.end()) {
+			ADD_FAILURE() << name << " is in the reference but not declared in abi34.h";
+			continue;
+		}
+		EXPECT_EQ(it->second, text) << name;
+	}
+	for (const auto &[name, text] : ours)
+		EXPECT_TRUE(ref.count(name)) << name << " (" << text
+					     << ") has no reference: add it to gen_abi34_reference.sh";
 }
 
 // The ops table is all function pointers: its size counts the ops, so a
@@ -65,6 +140,32 @@ TEST(Abi34, DriverResponseLayout)
 	EXPECT_EQ(offsetof(sroce::alloc_pd_resp, drv), 4u);
 	EXPECT_EQ(sizeof(sroce::alloc_pd_resp), 4u + sizeof(struct sroce_alloc_pd_resp));
 	EXPECT_EQ(sizeof(struct sroce_alloc_pd_resp), 8u);
+
+	// CQ: the legacy (8-byte) and extended (16-byte) core responses, then
+	// the ring description.
+	EXPECT_EQ(sizeof(struct sroce_ring_info), 24u);
+	EXPECT_EQ(sizeof(struct sroce_create_cq_resp), 32u);
+	EXPECT_EQ(sizeof(struct sroce_resize_cq_resp), 24u);
+	EXPECT_EQ(offsetof(sroce::create_cq_resp, drv), 8u);
+	EXPECT_EQ(sizeof(sroce::create_cq_resp), 8u + 32u);
+	EXPECT_EQ(offsetof(sroce::create_cq_ex_resp, drv), 16u);
+	EXPECT_EQ(sizeof(sroce::create_cq_ex_resp), 16u + 32u);
+	EXPECT_EQ(sizeof(sroce::create_cq_ex_resp) % 8, 0u);	// _ex: 8-byte words
+	EXPECT_EQ(offsetof(sroce::resize_cq_resp, drv), 8u);
+	EXPECT_EQ(sizeof(sroce::resize_cq_resp), 8u + 24u);
+
+	// QP (legacy 32-byte and extended 40-byte core), SRQ, AH.
+	EXPECT_EQ(sizeof(struct sroce_create_qp_resp), 56u);
+	EXPECT_EQ(offsetof(sroce::create_qp_resp, drv), 32u);
+	EXPECT_EQ(sizeof(sroce::create_qp_resp), 32u + 56u);
+	EXPECT_EQ(offsetof(sroce::create_qp_ex_resp, drv), 40u);
+	EXPECT_EQ(sizeof(sroce::create_qp_ex_resp), 40u + 56u);
+	EXPECT_EQ(sizeof(struct sroce_create_srq_resp), 32u);
+	EXPECT_EQ(offsetof(sroce::create_srq_resp, drv), 16u);
+	EXPECT_EQ(sizeof(sroce::create_srq_resp), 16u + 32u);
+	EXPECT_EQ(sizeof(struct sroce_create_ah_resp), 8u);
+	EXPECT_EQ(offsetof(sroce::create_ah_resp, drv), 4u);
+	EXPECT_EQ(sizeof(sroce::create_ah_resp), 4u + 8u);
 }
 
 } // namespace

@@ -156,6 +156,42 @@ TEST_F(FakeKernel, IbvDevicesListsDeviceWithoutWarnings)
 	EXPECT_EQ(r.err, "");
 }
 
+// tests/tools/sroce_objects (CQs and MRs with the spec's errnos) against
+// the fake kernel, which answers like kernel/sroce_cq.c and sroce_mr.c.
+TEST_F(FakeKernel, SroceObjectsPasses)
+{
+	SROCE_REQUIRE_ENV(objects, "SROCE_OBJECTS");
+	add({"sroce0", 0, kUverbsAbi, kAbi});
+	run_result r = run({objects, "-d", "sroce0", "-n", "50"}, env());
+	EXPECT_EQ(r.status, 0) << r.out << r.err;
+	EXPECT_TRUE(contains(r.out, "sroce_objects: 38 passed, 0 failed")) << r.out;
+	EXPECT_EQ(r.err, "");
+	const std::string log = read_file(log_);
+	EXPECT_TRUE(contains(log, "CLOSE uverbs0 context=1 live_pds=0 live_cqs=0 live_mrs=0"))
+		<< log;
+	EXPECT_FALSE(contains(log, "(length differs)")) << log;
+}
+
+// ... and its checks fail when the kernel misbehaves: here every ring
+// mapping fails, so no CQ can be created.
+TEST_F(FakeKernel, SroceObjectsReportsCqFailures)
+{
+	SROCE_REQUIRE_ENV(objects, "SROCE_OBJECTS");
+	add({"sroce0", 0, kUverbsAbi, kAbi});
+	run_result r = run({objects, "-d", "sroce0", "-n", "5"},
+			   env({{"FAKE_MMAP_FAIL", "1"}}));
+	EXPECT_EQ(r.status, 1) << r.out << r.err;
+	EXPECT_TRUE(contains(r.out, "not ok 4 - 5 x create/destroy CQ (1..257 entries): 5 failures"))
+		<< r.out;
+	EXPECT_TRUE(contains(r.out, "not ok 5 - CQ of 100 entries holds at least 100 (cqe -1)"))
+		<< r.out;
+	EXPECT_TRUE(contains(r.out, "not ok 9 - CQ on a completion channel")) << r.out;
+	// the MR half does not depend on rings
+	EXPECT_TRUE(contains(r.out, "ok 26 - 5 x reg/dereg MR (odd sizes and offsets): 0 failures"))
+		<< r.out;
+	EXPECT_TRUE(contains(r.out, "sroce_objects: 25 passed, 3 failed")) << r.out;
+}
+
 // Never claim what is not ours: rxe0 (claimed by the rxe provider by its
 // name), a renamed device without the attribute, an sroce device with an
 // ABI we do not speak.

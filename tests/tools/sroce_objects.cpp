@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+//
+// sroce_objects - create and destroy verbs objects through libibverbs and
+// check every errno the spec gives for bad arguments. Prints TAP.
+//
+//   sroce_objects -d sroce0 [-n LOOPS]
+//
+// Covers what exists so far: PDs, CQs (sizes, resize, notify, completion
+// channels) and MRs (access-flag rules, zero length, bad addresses, key
+// rotation, rereg). Each create/destroy loop runs LOOPS times (default
+// 1000); the caller checks with "rdma resource" that nothing is left.
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "tap.hpp"
+
+namespace {
+
+ibv_context *open_device(const char *name)
+{
+	int n = 0;
+	ibv_device **list = ibv_get_device_list(&n);
+	ibv_context *ctx = nullptr;
+
+	for (int i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
+
+// Expect a create call to fail with @want: returns true when it did.
+template <typename T> bool fails_with(T *obj, int want, int got_errno)
+{
+	return !obj && got_errno == want;
+}
+
+void check_cq(ibv_context *ctx, const ibv_device_attr &da, long loops)
+{
+	long bad = 0;
+
+	for (long i = 0; i < loops; i++) {
+		ibv_cq *cq = ibv_create_cq(ctx, 1 + (i % 257), nullptr, nullptr, 0);
+		if (!cq || ibv_destroy_cq(cq))
+			bad++;
+	}
+	tap::check(bad == 0, "%ld x create/destroy CQ (1..257 entries): %ld failures", loops, bad);
+
+	ibv_cq *cq = ibv_create_cq(ctx, 100, nullptr, nullptr, 0);
+	tap::check(cq && cq->cqe >= 100, "CQ of 100 entries holds at least 100 (cqe %d)",
+		   cq ? cq->cqe : -1);
+	if (cq) {
+		ibv_wc wc[4];
+		tap::check(ibv_poll_cq(cq, 4, wc) == 0, "poll of an empty CQ returns 0");
+		tap::check(ibv_req_notify_cq(cq, 0) == 0, "req_notify_cq(next)");
+		tap::check(ibv_req_notify_cq(cq, 1) == 0, "req_notify_cq(solicited)");
+		int r = ibv_resize_cq(cq, 1000);
+		tap::check(r == 0 && cq->cqe >= 1000, "resize 100 -> 1000 (ret %d, cqe %d)", r, cq->cqe);
+		tap::check(ibv_poll_cq(cq, 4, wc) == 0, "poll after resize returns 0");
+		r = ibv_resize_cq(cq, 10);
+		tap::check(r == 0 && cq->cqe >= 10, "resize 1000 -> 10 (ret %d, cqe %d)", r, cq->cqe);
+		r = ibv_resize_cq(cq, da.max_cqe + 1);
+		tap::check(r == EINVAL, "resize beyond max_cqe: EINVAL (got %d)", r);
+		tap::check(ibv_destroy_cq(cq) == 0, "destroy CQ");
+	}
+
+	errno = 0;
+	cq = ibv_create_cq(ctx, da.max_cqe + 1, nullptr, nullptr, 0);
+	tap::check(fails_with(cq, EINVAL, errno), "CQ beyond max_cqe (%d): EINVAL (errno %d)",
+		   da.max_cqe + 1, errno);
+	if (cq)
+		ibv_destroy_cq(cq);
+	errno = 0;
+	cq = ibv_create_cq(ctx, 0, nullptr, nullptr, 0);
+	tap::check(fails_with(cq, EINVAL, errno), "CQ of 0 entries: EINVAL (errno %d)", errno);
+	if (cq)
+		ibv_destroy_cq(cq);
+	errno = 0;
+	cq = ibv_create_cq(ctx, 10, nullptr, nullptr, ctx->num_comp_vectors);
+	tap::check(fails_with(cq, EINVAL, errno), "CQ on comp_vector %d (of %d): EINVAL (errno %d)",
+		   ctx->num_comp_vectors, ctx->num_comp_vectors, errno);
+	if (cq)
+		ibv_destroy_cq(cq);
+
+	ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	cq = ch ? ibv_create_cq(ctx, 16, nullptr, ch, 0) : nullptr;
+	tap::check(ch && cq, "CQ on a completion channel");
+	if (cq) {
+		tap::check(ibv_req_notify_cq(cq, 0) == 0, "arm the CQ");
+		tap::check(ibv_destroy_cq(cq) == 0, "destroy it");
+	}
+	if (ch)
+		tap::check(ibv_destroy_comp_channel(ch) == 0, "destroy the channel");
+}
+
+void check_mr(ibv_pd *pd, long loops)
+{
+	const size_t len = 1 << 20;
+	char *buf = static_cast<char *>(aligned_alloc(4096, len));
+	memset(buf, 0x5a, len);
+
+	struct {
+		int access;
+		int want;	// 0 = success
+		const char *what;
+	} cases[] = {
+		{0, 0, "no access (local read)"},
+		{IBV_ACCESS_LOCAL_WRITE, 0, "LOCAL_WRITE"},
+		{IBV_ACCESS_REMOTE_READ, 0, "REMOTE_READ"},
+		{IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, 0, "LOCAL_WRITE|REMOTE_WRITE"},
+		{IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 0, "LOCAL_WRITE|REMOTE_ATOMIC"},
+		{IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND, 0, "every access flag"},
+		{IBV_ACCESS_REMOTE_WRITE, EINVAL, "REMOTE_WRITE without LOCAL_WRITE"},
+		{IBV_ACCESS_REMOTE_ATOMIC, EINVAL, "REMOTE_ATOMIC without LOCAL_WRITE"},
+	};
+	for (auto &c : cases) {
+		errno = 0;
+		ibv_mr *mr = ibv_reg_mr(pd, buf, len, c.access);
+		if (!c.want)
+			tap::check(mr && mr->lkey == mr->rkey && mr->length == len,
+				   "reg_mr %s (errno %d)", c.what, mr ? 0 : errno);
+		else
+			tap::check(fails_with(mr, c.want, errno), "reg_mr %s: %s (errno %d)", c.what,
+				   strerror(c.want), errno);
+		if (mr)
+			ibv_dereg_mr(mr);
+	}
+
+	errno = 0;
+	ibv_mr *mr = ibv_reg_mr(pd, buf, 0, IBV_ACCESS_LOCAL_WRITE);
+	tap::check(fails_with(mr, EINVAL, errno), "reg_mr of 0 bytes: EINVAL (errno %d)", errno);
+	if (mr)
+		ibv_dereg_mr(mr);
+
+	void *hole = mmap(nullptr, 1 << 16, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(hole, 1 << 16);
+	errno = 0;
+	mr = ibv_reg_mr(pd, hole, 1 << 16, IBV_ACCESS_LOCAL_WRITE);
+	tap::check(fails_with(mr, EFAULT, errno), "reg_mr of unmapped memory: EFAULT (errno %d)",
+		   errno);
+	if (mr)
+		ibv_dereg_mr(mr);
+
+	// The same buffer registered again gets a different key.
+	ibv_mr *a = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+	uint32_t key_a = a ? a->lkey : 0;
+	if (a)
+		ibv_dereg_mr(a);
+	ibv_mr *b = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE);
+	tap::check(a && b && b->lkey != key_a, "re-registration gets a new key (0x%x -> 0x%x)",
+		   key_a, b ? b->lkey : 0);
+
+	if (b) {
+		uint32_t before = b->lkey;
+		int r = ibv_rereg_mr(b, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+				     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		tap::check(r == 0, "rereg_mr CHANGE_ACCESS (ret %d)", r);
+		r = ibv_rereg_mr(b, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, buf + 4096, 8192, 0);
+		tap::check(r == 0 && b->length == 8192 && b->addr == buf + 4096,
+			   "rereg_mr CHANGE_TRANSLATION (ret %d, key 0x%x -> 0x%x)", r, before, b->lkey);
+		r = ibv_rereg_mr(b, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+				 IBV_ACCESS_REMOTE_WRITE);
+		tap::check(r != 0, "rereg_mr to REMOTE_WRITE without LOCAL_WRITE fails (ret %d)", r);
+		tap::check(ibv_dereg_mr(b) == 0, "dereg_mr after rereg");
+	}
+
+	long bad = 0;
+	for (long i = 0; i < loops; i++) {
+		size_t l = 1 + (i * 4099) % len;
+		ibv_mr *m = ibv_reg_mr(pd, buf + (i % 4096) % (len - l + 1), l,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+		if (!m || ibv_dereg_mr(m))
+			bad++;
+	}
+	tap::check(bad == 0, "%ld x reg/dereg MR (odd sizes and offsets): %ld failures", loops, bad);
+	free(buf);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	const char *dev = nullptr;
+	long loops = 1000;
+	int c;
+
+	while ((c = getopt(argc, argv, "d:n:")) != -1) {
+		if (c == 'd')
+			dev = optarg;
+		else if (c == 'n')
+			loops = strtol(optarg, nullptr, 0);
+		else
+			return 2;
+	}
+	if (!dev) {
+		fprintf(stderr, "usage: sroce_objects -d DEV [-n LOOPS]\n");
+		return 2;
+	}
+
+	ibv_context *ctx = open_device(dev);
+	if (!tap::check(ctx, "open %s", dev))
+		return tap::done("sroce_objects");
+	ibv_device_attr da = {};
+	tap::check(ibv_query_device(ctx, &da) == 0, "query_device");
+	ibv_pd *pd = ibv_alloc_pd(ctx);
+	if (tap::check(pd, "alloc_pd")) {
+		check_cq(ctx, da, loops);
+		check_mr(pd, loops);
+		tap::check(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
+	}
+	tap::check(ibv_close_device(ctx) == 0, "close device");
+	return tap::done("sroce_objects");
+}
