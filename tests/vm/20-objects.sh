@@ -19,11 +19,12 @@ vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500
 sroce_load
 ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
 
-res() { rdma resource show | awk '$2 == "sroce0:" {print}'; }
-tap_eq "no objects before" "$(res)" "0: sroce0: pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0 "
+# "N: sroce0: pd 0 cq 0 ..." without the device index N.
+res() { rdma resource show | awk '$2 == "sroce0:" {$1 = ""; print substr($0, 2)}'; }
+tap_eq "no objects before" "$(res)" "sroce0: pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0"
 tap_check "sroce_objects -n 1000 (PD, CQ, MR; errnos)" \
 	"$SROCE_BIN/sroce_objects" -d sroce0 -n 1000
 tap_eq "rdma resource counts back to zero" "$(res)" \
-	"0: sroce0: pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0 "
+	"sroce0: pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0"
 tap_check "rmmod with every object gone" rmmod sroce
 tap_done
