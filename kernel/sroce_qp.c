@@ -178,7 +178,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		if (err)
 			goto err_xa;
 	}
-	/* Nothing runs until the QP leaves RESET: no kick is needed yet. */
+	/* The requester starts idle: every post must kick it. */
+	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
 	return 0;
 
 err_xa:
@@ -261,21 +262,28 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	unsigned long flags;
 	int n;
 
+	/*
+	 * Publish ERROR before reading prod (the provider publishes prod
+	 * before reading flags): a WQE posted concurrently is either seen
+	 * here or its poster sees ERROR and rings the doorbell.
+	 */
 	spin_lock_irqsave(&qp->sq_lock, flags);
+	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK);
+	smp_mb();	/* flags store before the prod load */
 	n = sroce_queue_refresh_prod(&qp->sq);
 	while (n-- > 0)
 		sroce_qp_retire_send(qp, IB_WC_WR_FLUSH_ERR);
 	qp->sq_checked = qp->sq.cons;
-	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 	if (qp->srq)
 		return;		/* SRQ WQEs belong to the SRQ, not the QP */
 	spin_lock_irqsave(&qp->rq_lock, flags);
+	sroce_queue_set_flags(&qp->rq, SROCE_RING_F_ERROR);
+	smp_mb();	/* flags store before the prod load */
 	n = sroce_queue_refresh_prod(&qp->rq);
 	while (n-- > 0)
 		sroce_qp_retire_recv(qp, IB_WC_WR_FLUSH_ERR);
-	sroce_queue_set_flags(&qp->rq, SROCE_RING_F_ERROR);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 

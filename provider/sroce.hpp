@@ -15,6 +15,7 @@
 
 #include "abi34.h"
 #include "ring.hpp"
+#include "wqe.hpp"
 #include <sroce-abi.h>
 
 namespace sroce {
@@ -87,6 +88,39 @@ struct mr {
 };
 static_assert(offsetof(mr, vmr) == 0);
 
+// A queue pair: the SQ and (without an SRQ) the RQ are rings we produce
+// into and the kernel consumes (uapi/sroce-abi.h).  sq_lock guards the
+// SQ producer side (sq, its shadow prod), rq_lock the RQ's; both are
+// spinlocks held only while WQEs are written, never across a system call.
+struct qp {
+	struct verbs_qp vqp;		// ibv_qp / ibv_qp_ex; must be first
+	pthread_spinlock_t sq_lock;
+	pthread_spinlock_t rq_lock;
+	producer_ring sq;
+	producer_ring rq;		// detached with an SRQ
+	send_queue_caps scaps;		// granted: what encode_send_wqe allows
+	recv_queue_caps rcaps;
+	void *sq_map;
+	size_t sq_map_len;
+	void *rq_map;
+	size_t rq_map_len;
+	uint32_t qpn;			// sroce_create_qp_resp.qpn
+	bool has_srq;
+};
+static_assert(offsetof(qp, vqp) == 0);
+
+// A shared receive queue: one ring of struct sroce_recv_wqe.
+struct srq {
+	struct ibv_srq ibv_srq;		// must be first
+	pthread_spinlock_t lock;
+	producer_ring ring;
+	recv_queue_caps caps;
+	void *map;
+	size_t map_len;
+	uint32_t srqn;			// sroce_create_srq_resp.srqn
+};
+static_assert(offsetof(srq, ibv_srq) == 0);
+
 static inline context *to_sctx(struct ibv_context *ibctx)
 {
 	struct verbs_context *vctx = container_of<struct verbs_context>(
@@ -102,6 +136,16 @@ static inline pd *to_spd(struct ibv_pd *ibpd)
 static inline ah *to_sah(struct ibv_ah *ibah)
 {
 	return container_of<ah>(ibah, offsetof(ah, ibv_ah));
+}
+
+static inline qp *to_sqp(struct ibv_qp *ibqp)
+{
+	return reinterpret_cast<qp *>(ibqp);	// vqp.qp at offset 0
+}
+
+static inline srq *to_ssrq(struct ibv_srq *ibsrq)
+{
+	return reinterpret_cast<srq *>(ibsrq);
 }
 
 static inline cq *to_scq(struct ibv_cq *ibcq)
@@ -242,6 +286,31 @@ int destroy_cq(struct ibv_cq *ibcq);
 int poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc);
 int req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 int resize_cq(struct ibv_cq *ibcq, int cqe);
+
+// ---- queue pairs, SRQs, AHs (qp.cpp) -----------------------------------------
+
+struct ibv_qp *create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
+			    struct ibv_qp_init_attr_ex *attr);
+int modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask);
+int query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+	     struct ibv_qp_init_attr *init_attr);
+int destroy_qp(struct ibv_qp *ibqp);
+int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+	      struct ibv_send_wr **bad_wr);
+int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+	      struct ibv_recv_wr **bad_wr);
+
+struct ibv_srq *create_srq(struct ibv_pd *ibpd,
+			   struct ibv_srq_init_attr *attr);
+int modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int attr_mask);
+int query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
+int destroy_srq(struct ibv_srq *ibsrq);
+int post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr);
+
+struct ibv_ah *create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr);
+int destroy_ah(struct ibv_ah *ibah);
 
 } // namespace sroce
 

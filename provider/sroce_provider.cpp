@@ -138,11 +138,25 @@ static constexpr struct verbs_context_ops make_ctx_ops()
 	struct verbs_context_ops ops = {};
 
 	ops.alloc_pd = alloc_pd;
+	ops.create_ah = create_ah;
 	ops.create_cq = create_cq;
 	ops.create_cq_ex = create_cq_ex;
+	ops.create_qp = create_qp;
+	ops.create_qp_ex = create_qp_ex;
+	ops.create_srq = create_srq;
 	ops.dealloc_pd = dealloc_pd;
 	ops.dereg_mr = dereg_mr;
+	ops.destroy_ah = destroy_ah;
 	ops.destroy_cq = destroy_cq;
+	ops.destroy_qp = destroy_qp;
+	ops.destroy_srq = destroy_srq;
+	ops.modify_qp = modify_qp;
+	ops.modify_srq = modify_srq;
+	ops.post_recv = post_recv;
+	ops.post_send = post_send;
+	ops.post_srq_recv = post_srq_recv;
+	ops.query_qp = query_qp;
+	ops.query_srq = query_srq;
 	ops.free_context = sroce_free_context;
 	ops.poll_cq = poll_cq;
 	ops.query_device_ex = query_device_ex;

@@ -126,10 +126,39 @@ struct user_map {
 	unsigned ring;
 };
 
+// A queue pair (sroce_create_qp): its rings, state and doorbell counts.
+constexpr unsigned kMaxQp = 256;	// handles 1..kMaxQp-1
+constexpr unsigned kMaxSrq = 64;	// handles 1..kMaxSrq-1
+constexpr uint32_t kMaxQpWr = 1u << 14;	// SROCE_MAX_QP_WR
+constexpr uint32_t kMaxQpSge = 32;	// SROCE_MAX_SGE
+constexpr uint32_t kMaxInline = 256;	// SROCE_MAX_INLINE
+constexpr uint32_t IB_QP_STATE_BIT = 1;	// IB_QP_STATE in attr_mask
+constexpr uint32_t kQpsReset = 0, kQpsErr = 6;	// enum ib_qp_state
+struct fake_qp {
+	bool live;
+	int owner_fd;
+	unsigned sq_ring, rq_ring;	// rq_ring unused with an SRQ
+	bool has_srq;
+	uint32_t sq_entries, sq_stride, rq_entries, rq_stride;
+	uint32_t qpn;
+	uint32_t state;			// enum ib_uverbs_qp_state value
+	unsigned send_db, recv_db;	// POST_SEND / POST_RECV doorbells
+};
+
+struct fake_srq {
+	bool live;
+	int owner_fd;
+	unsigned ring;
+	uint32_t entries, stride, max_sge, limit;
+};
+
 std::mutex g_lock;	// the tables below, and every fake command
 fake_ring g_rings[kMaxRings];
 fake_cq g_cqs[kMaxCq];
 fake_mr g_mrs[kMaxMr];
+fake_qp g_qps[kMaxQp];
+fake_srq g_srqs[kMaxSrq];
+unsigned g_next_qpn = 16;
 user_map g_maps[kMaxUserMaps];
 unsigned g_key_gen;
 unsigned g_next_cqn = 1;
@@ -611,6 +640,276 @@ int do_resize_cq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 	return 0;
 }
 
+
+// ---- queue pairs and SRQs (kernel/sroce_qp.c, sroce_srq.c) ---------------------------
+
+void qp_ring_info(const fake_ring &r, uint32_t entries, uint32_t stride,
+		  sroce_ring_info *info)
+{
+	info->mmap_offset = r.offset;
+	info->mmap_length = r.len;
+	info->entries = entries;
+	info->stride = stride;
+}
+
+fake_qp *qp_lookup(int fd, uint32_t handle)
+{
+	if (handle == 0 || handle >= kMaxQp || !g_qps[handle].live ||
+	    g_qps[handle].owner_fd != fd)
+		return nullptr;
+	return &g_qps[handle];
+}
+
+fake_srq *srq_lookup(int fd, uint32_t handle)
+{
+	if (handle == 0 || handle >= kMaxSrq || !g_srqs[handle].live ||
+	    g_srqs[handle].owner_fd != fd)
+		return nullptr;
+	return &g_srqs[handle];
+}
+
+uint32_t max_u32(uint32_t a, uint32_t b)
+{
+	return a > b ? a : b;
+}
+
+uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+int do_create_qp(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+		 char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_create_qp *>(req);
+	snprintf(detail, dlen,
+		 " type=%u wr=%u/%u sge=%u/%u inline=%u srq=%u sig_all=%u",
+		 cmd->qp_type, cmd->max_send_wr, cmd->max_recv_wr, cmd->max_send_sge,
+		 cmd->max_recv_sge, cmd->max_inline_data, cmd->is_srq ? cmd->srq_handle : 0,
+		 cmd->sq_sig_all);
+	if (!pd_ok(f, cmd->pd_handle) || !cq_lookup(fd, cmd->send_cq_handle) ||
+	    !cq_lookup(fd, cmd->recv_cq_handle))
+		return EINVAL;
+	if (cmd->is_srq && !srq_lookup(fd, cmd->srq_handle))
+		return EINVAL;
+	if (cmd->qp_type != IB_UVERBS_QPT_RC && cmd->qp_type != IB_UVERBS_QPT_UC &&
+	    cmd->qp_type != IB_UVERBS_QPT_UD)
+		return EOPNOTSUPP;
+	if (cmd->max_send_wr > kMaxQpWr || cmd->max_recv_wr > kMaxQpWr ||
+	    cmd->max_send_sge > kMaxQpSge || cmd->max_recv_sge > kMaxQpSge ||
+	    cmd->max_inline_data > kMaxInline)
+		return EINVAL;
+	if (sz.out - sz.core_out < sizeof(sroce_create_qp_resp))
+		return EINVAL;
+	unsigned h = 0;
+	for (unsigned i = 1; i < kMaxQp; i++)
+		if (!g_qps[i].live) {
+			h = i;
+			break;
+		}
+	if (!h)
+		return ENOMEM;
+	fake_qp q = {};
+	q.has_srq = cmd->is_srq;
+	q.sq_entries = round_up_pow2(max_u32(cmd->max_send_wr, 1));
+	q.sq_stride = round_up_pow2(SROCE_SEND_WQE_HDR +
+				    max_u32(max_u32(cmd->max_send_sge * 16, cmd->max_inline_data), 16));
+	int sr = ring_alloc(f, fd, q.sq_entries, q.sq_stride);
+	if (sr < 0)
+		return ENOMEM;
+	q.sq_ring = static_cast<unsigned>(sr);
+	if (!q.has_srq) {
+		q.rq_entries = round_up_pow2(max_u32(cmd->max_recv_wr, 1));
+		q.rq_stride = round_up_pow2(max_u32(SROCE_RECV_WQE_HDR +
+						    max_u32(cmd->max_recv_sge, 1) * 16, 64));
+		int rr = ring_alloc(f, fd, q.rq_entries, q.rq_stride);
+		if (rr < 0) {
+			ring_free(q.sq_ring);
+			return ENOMEM;
+		}
+		q.rq_ring = static_cast<unsigned>(rr);
+	}
+	q.live = true;
+	q.owner_fd = fd;
+	q.qpn = g_next_qpn++;
+	q.state = kQpsReset;
+	ring_hdr(g_rings[q.sq_ring])->flags = SROCE_RING_F_NEED_KICK;
+	g_qps[h] = q;
+
+	const uint32_t sq_room = q.sq_stride - SROCE_SEND_WQE_HDR;
+	const uint32_t rq_room = q.has_srq ? 0 : q.rq_stride - SROCE_RECV_WQE_HDR;
+	ib_uverbs_create_qp_resp core = {};
+	core.qp_handle = h;
+	core.qpn = q.qpn;
+	core.max_send_wr = q.sq_entries;
+	core.max_recv_wr = q.has_srq ? 0 : q.rq_entries;
+	core.max_send_sge = min_u32(sq_room / 16, 255);
+	core.max_recv_sge = min_u32(rq_room / 16, kMaxQpSge);
+	core.max_inline_data = min_u32(sq_room, kMaxInline);
+	sroce_create_qp_resp drv = {};
+	qp_ring_info(g_rings[q.sq_ring], q.sq_entries, q.sq_stride, &drv.sq);
+	if (!q.has_srq)
+		qp_ring_info(g_rings[q.rq_ring], q.rq_entries, q.rq_stride, &drv.rq);
+	drv.qpn = q.qpn;
+	drv.max_inline_data = core.max_inline_data;
+	const char *bad = getenv("FAKE_QP_BAD_RING");
+	if (bad && !strcmp(bad, "sq_entries"))
+		drv.sq.entries = q.sq_entries / 2;	// fewer than max_send_wr
+	else if (bad && !strcmp(bad, "rq_stride"))
+		drv.rq.stride = 32;
+	else if (bad && !strcmp(bad, "inline"))
+		drv.max_inline_data = core.max_inline_data + 1;
+	put(cmd->response, &core, sizeof(core), sz.core_out);
+	put(cmd->response + sz.core_out, &drv, sizeof(drv), sz.out - sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail),
+		 " handle=%u qpn=%u sq=%u*%u rq=%u*%u", h, q.qpn, q.sq_entries,
+		 q.sq_stride, q.rq_entries, q.rq_stride);
+	return 0;
+}
+
+void qp_release(fake_qp &q)
+{
+	ring_free(q.sq_ring);
+	if (!q.has_srq)
+		ring_free(q.rq_ring);
+	q = fake_qp{};
+}
+
+int do_destroy_qp(int fd, const void *req, const cmd_sizes &sz, char *detail,
+		  size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_destroy_qp *>(req);
+	snprintf(detail, dlen, " handle=%u", cmd->qp_handle);
+	fake_qp *q = qp_lookup(fd, cmd->qp_handle);
+	if (!q)
+		return EINVAL;
+	qp_release(*q);
+	ib_uverbs_destroy_qp_resp r = {};
+	put(cmd->response, &r, sizeof(r), sz.out);
+	return 0;
+}
+
+// Only the state: ERR sets ERROR (and NEED_KICK) on the rings, RESET
+// clears ERROR - what sroce_qp_flush / sroce_qp_reset_rings do to flags.
+int do_modify_qp(int fd, const void *req, char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_modify_qp *>(req);
+	snprintf(detail, dlen, " handle=%u mask=0x%x state=%u", cmd->qp_handle,
+		 cmd->attr_mask, cmd->qp_state);
+	fake_qp *q = qp_lookup(fd, cmd->qp_handle);
+	if (!q)
+		return EINVAL;
+	if (!(cmd->attr_mask & IB_QP_STATE_BIT))
+		return 0;
+	if (cmd->qp_state > kQpsErr)
+		return EINVAL;
+	q->state = cmd->qp_state;
+	sroce_ring_hdr *sq = ring_hdr(g_rings[q->sq_ring]);
+	sroce_ring_hdr *rq = q->has_srq ? nullptr : ring_hdr(g_rings[q->rq_ring]);
+	if (q->state == kQpsErr) {
+		__atomic_or_fetch(&sq->flags, SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK,
+				  __ATOMIC_SEQ_CST);
+		if (rq)
+			__atomic_or_fetch(&rq->flags, SROCE_RING_F_ERROR, __ATOMIC_SEQ_CST);
+	} else if (q->state == kQpsReset) {
+		__atomic_and_fetch(&sq->flags, ~SROCE_RING_F_ERROR, __ATOMIC_SEQ_CST);
+		if (rq)
+			__atomic_and_fetch(&rq->flags, ~SROCE_RING_F_ERROR, __ATOMIC_SEQ_CST);
+	}
+	return 0;
+}
+
+// The doorbells: no work request may come with them.
+int do_post(int fd, bool send, const void *req, const cmd_sizes &sz, char *detail,
+	    size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_post_send *>(req);
+	static_assert(sizeof(ib_uverbs_post_send) == sizeof(ib_uverbs_post_recv));
+	snprintf(detail, dlen, " handle=%u wr_count=%u sge_count=%u wqe_size=%u",
+		 cmd->qp_handle, cmd->wr_count, cmd->sge_count, cmd->wqe_size);
+	fake_qp *q = qp_lookup(fd, cmd->qp_handle);
+	if (!q)
+		return EINVAL;
+	if (cmd->wqe_size < (send ? sizeof(ib_uverbs_send_wr) : sizeof(ib_uverbs_recv_wr)))
+		return EINVAL;
+	if (cmd->wr_count || cmd->sge_count)
+		return EOPNOTSUPP;	// the fake takes doorbells only
+	if (send)
+		q->send_db++;
+	else
+		q->recv_db++;
+	ib_uverbs_post_send_resp r = {};
+	put(cmd->response, &r, sizeof(r), sz.out);
+	return 0;
+}
+
+int do_create_srq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+		  char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_create_srq *>(req);
+	snprintf(detail, dlen, " max_wr=%u max_sge=%u limit=%u", cmd->max_wr,
+		 cmd->max_sge, cmd->srq_limit);
+	if (!pd_ok(f, cmd->pd_handle))
+		return EINVAL;
+	if (!cmd->max_wr || cmd->max_wr > kMaxQpWr || cmd->max_sge > kMaxQpSge ||
+	    cmd->srq_limit > cmd->max_wr)
+		return EINVAL;
+	if (sz.out - sz.core_out < sizeof(sroce_create_srq_resp))
+		return EINVAL;
+	unsigned h = 0;
+	for (unsigned i = 1; i < kMaxSrq; i++)
+		if (!g_srqs[i].live) {
+			h = i;
+			break;
+		}
+	if (!h)
+		return ENOMEM;
+	fake_srq s = {};
+	s.entries = round_up_pow2(cmd->max_wr);
+	s.stride = round_up_pow2(max_u32(SROCE_RECV_WQE_HDR + max_u32(cmd->max_sge, 1) * 16, 64));
+	int r = ring_alloc(f, fd, s.entries, s.stride);
+	if (r < 0)
+		return ENOMEM;
+	s.ring = static_cast<unsigned>(r);
+	s.live = true;
+	s.owner_fd = fd;
+	s.max_sge = min_u32((s.stride - SROCE_RECV_WQE_HDR) / 16, kMaxQpSge);
+	s.limit = cmd->srq_limit;
+	g_srqs[h] = s;
+
+	ib_uverbs_create_srq_resp core = {};
+	core.srq_handle = h;
+	core.max_wr = s.entries;
+	core.max_sge = s.max_sge;
+	core.srqn = h;
+	sroce_create_srq_resp drv = {};
+	qp_ring_info(g_rings[s.ring], s.entries, s.stride, &drv.rq);
+	drv.srqn = h;
+	put(cmd->response, &core, sizeof(core), sz.core_out);
+	put(cmd->response + sz.core_out, &drv, sizeof(drv), sz.out - sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail), " handle=%u rq=%u*%u",
+		 h, s.entries, s.stride);
+	return 0;
+}
+
+int do_destroy_srq(int fd, const void *req, const cmd_sizes &sz, char *detail,
+		   size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_destroy_srq *>(req);
+	snprintf(detail, dlen, " handle=%u", cmd->srq_handle);
+	fake_srq *s = srq_lookup(fd, cmd->srq_handle);
+	if (!s)
+		return EINVAL;
+	for (unsigned i = 1; i < kMaxQp; i++)
+		if (g_qps[i].live && g_qps[i].owner_fd == fd && g_qps[i].has_srq)
+			return EBUSY;
+	ring_free(s->ring);
+	*s = fake_srq{};
+	ib_uverbs_destroy_srq_resp r = {};
+	put(cmd->response, &r, sizeof(r), sz.out);
+	return 0;
+}
+
 // ---- memory regions ------------------------------------------------------------------
 
 constexpr uint32_t kAccessLocalWrite = IB_UVERBS_ACCESS_LOCAL_WRITE;
@@ -801,6 +1100,12 @@ int do_dereg_mr(fake_file *f, int fd, const void *req, char *detail, size_t dlen
 // Everything a closed file still owned, as ib_core's cleanup does.
 void release_file(int fd)
 {
+	for (unsigned i = 1; i < kMaxQp; i++)
+		if (g_qps[i].live && g_qps[i].owner_fd == fd)
+			qp_release(g_qps[i]);
+	for (unsigned i = 1; i < kMaxSrq; i++)
+		if (g_srqs[i].live && g_srqs[i].owner_fd == fd)
+			g_srqs[i] = fake_srq{};
 	for (unsigned i = 1; i < kMaxCq; i++)
 		if (g_cqs[i].live && g_cqs[i].owner_fd == fd) {
 			ring_free(g_cqs[i].ring);
@@ -921,6 +1226,41 @@ int handle_write(fake_file *f, int fd, const void *buf, size_t len)
 		sz.core_in = sizeof(ib_uverbs_dereg_mr);
 		sz.core_out = 0;
 		break;
+	case IB_USER_VERBS_CMD_CREATE_QP:
+		name = "CREATE_QP";
+		sz.core_in = sizeof(ib_uverbs_create_qp);
+		sz.core_out = sizeof(ib_uverbs_create_qp_resp);
+		break;
+	case IB_USER_VERBS_CMD_DESTROY_QP:
+		name = "DESTROY_QP";
+		sz.core_in = sizeof(ib_uverbs_destroy_qp);
+		sz.core_out = sizeof(ib_uverbs_destroy_qp_resp);
+		break;
+	case IB_USER_VERBS_CMD_MODIFY_QP:
+		name = "MODIFY_QP";
+		sz.core_in = sizeof(ib_uverbs_modify_qp);
+		sz.core_out = 0;
+		break;
+	case IB_USER_VERBS_CMD_POST_SEND:
+		name = "POST_SEND";
+		sz.core_in = sizeof(ib_uverbs_post_send);
+		sz.core_out = sizeof(ib_uverbs_post_send_resp);
+		break;
+	case IB_USER_VERBS_CMD_POST_RECV:
+		name = "POST_RECV";
+		sz.core_in = sizeof(ib_uverbs_post_recv);
+		sz.core_out = sizeof(ib_uverbs_post_recv_resp);
+		break;
+	case IB_USER_VERBS_CMD_CREATE_SRQ:
+		name = "CREATE_SRQ";
+		sz.core_in = sizeof(ib_uverbs_create_srq);
+		sz.core_out = sizeof(ib_uverbs_create_srq_resp);
+		break;
+	case IB_USER_VERBS_CMD_DESTROY_SRQ:
+		name = "DESTROY_SRQ";
+		sz.core_in = sizeof(ib_uverbs_destroy_srq);
+		sz.core_out = sizeof(ib_uverbs_destroy_srq_resp);
+		break;
 	default:
 		log_line("CMD_%u ret=%d", hdr->command, EOPNOTSUPP);
 		return EOPNOTSUPP;
@@ -968,6 +1308,26 @@ int handle_write(fake_file *f, int fd, const void *buf, size_t len)
 			break;
 		case IB_USER_VERBS_CMD_REREG_MR:
 			ret = do_rereg_mr(f, fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_CREATE_QP:
+			ret = do_create_qp(f, fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_DESTROY_QP:
+			ret = do_destroy_qp(fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_MODIFY_QP:
+			ret = do_modify_qp(fd, req, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_POST_SEND:
+		case IB_USER_VERBS_CMD_POST_RECV:
+			ret = do_post(fd, hdr->command == IB_USER_VERBS_CMD_POST_SEND, req,
+				      sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_CREATE_SRQ:
+			ret = do_create_srq(f, fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_DESTROY_SRQ:
+			ret = do_destroy_srq(fd, req, sz, detail, sizeof(detail));
 			break;
 		default:
 			ret = do_dereg_mr(f, fd, req, detail, sizeof(detail));
@@ -1247,6 +1607,57 @@ __attribute__((visibility("default"))) int fake_uverbs_live_maps(void)
 	for (const user_map &m : g_maps)
 		n += m.live;
 	return n;
+}
+
+// A QP's ring as the kernel maps it (which: 0 SQ, 1 RQ); tests read and
+// write its header and slots directly.  0, or -EINVAL (no such QP/ring).
+__attribute__((visibility("default"))) int fake_uverbs_qp_ring(uint32_t handle, int which,
+							       void **kmap,
+							       uint32_t *entries,
+							       uint32_t *stride)
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	if (handle == 0 || handle >= kMaxQp || !g_qps[handle].live)
+		return -EINVAL;
+	const fake_qp &q = g_qps[handle];
+	if (which == 0) {
+		*kmap = g_rings[q.sq_ring].kmap;
+		*entries = q.sq_entries;
+		*stride = q.sq_stride;
+	} else if (which == 1 && !q.has_srq) {
+		*kmap = g_rings[q.rq_ring].kmap;
+		*entries = q.rq_entries;
+		*stride = q.rq_stride;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+// Doorbells received: POST_SEND and POST_RECV without work requests.
+__attribute__((visibility("default"))) int fake_uverbs_qp_doorbells(uint32_t handle,
+								    unsigned *send,
+								    unsigned *recv)
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	if (handle == 0 || handle >= kMaxQp || !g_qps[handle].live)
+		return -EINVAL;
+	*send = g_qps[handle].send_db;
+	*recv = g_qps[handle].recv_db;
+	return 0;
+}
+
+__attribute__((visibility("default"))) int fake_uverbs_srq_ring(uint32_t handle, void **kmap,
+								uint32_t *entries,
+								uint32_t *stride)
+{
+	std::lock_guard<std::mutex> guard(g_lock);
+	if (handle == 0 || handle >= kMaxSrq || !g_srqs[handle].live)
+		return -EINVAL;
+	*kmap = g_rings[g_srqs[handle].ring].kmap;
+	*entries = g_srqs[handle].entries;
+	*stride = g_srqs[handle].stride;
+	return 0;
 }
 
 } // extern "C"

@@ -36,6 +36,11 @@ struct fake_api {
 	int (*cq_arms)(uint32_t handle, unsigned *next, unsigned *solicited);
 	int (*cq_poke_prod)(uint32_t handle, uint32_t value);
 	int (*live_maps)(void);
+	int (*qp_ring)(uint32_t handle, int which, void **kmap, uint32_t *entries,
+		       uint32_t *stride);
+	int (*qp_doorbells)(uint32_t handle, unsigned *send, unsigned *recv);
+	int (*srq_ring)(uint32_t handle, void **kmap, uint32_t *entries,
+			uint32_t *stride);
 };
 extern fake_api fake;
 

@@ -102,7 +102,10 @@ int main(int argc, char **argv)
 	    !resolve(fake.cq_state, "fake_uverbs_cq_state") ||
 	    !resolve(fake.cq_arms, "fake_uverbs_cq_arms") ||
 	    !resolve(fake.cq_poke_prod, "fake_uverbs_cq_poke_prod") ||
-	    !resolve(fake.live_maps, "fake_uverbs_live_maps")) {
+	    !resolve(fake.live_maps, "fake_uverbs_live_maps") ||
+	    !resolve(fake.qp_ring, "fake_uverbs_qp_ring") ||
+	    !resolve(fake.qp_doorbells, "fake_uverbs_qp_doorbells") ||
+	    !resolve(fake.srq_ring, "fake_uverbs_srq_ring")) {
 		fprintf(stderr, "sroce_unit_inproc: fake_uverbs is not preloaded "
 				"(run through 'make unit', or LD_PRELOAD=.../libfake_uverbs.so)\n");
 		return 2;

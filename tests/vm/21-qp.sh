@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Queue pairs through the provider and the kernel: capability limits and
+# errnos, every legal state transition and illegal ones (EINVAL),
+# ibv_query_qp returning what was set, 100 sends + 100 receives flushed in
+# posting order on the move to ERR, a send posted in ERR flushed at once,
+# and 1000 create/INIT/destroy cycles over RC, UC and UD.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+sroce_reset
+trap sroce_reset EXIT
+
+tap_plan 4
+vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500
+sroce_load
+ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
+gid=$(sroce_gid_index sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
+
+res() { rdma resource show | awk '$2 == "sroce0:" {$1 = ""; print substr($0, 2)}'; }
+tap_check "sroce_qp -n 1000 (caps, state machine, query, flush)" \
+	"$SROCE_BIN/sroce_qp" -d sroce0 -g "$gid" -n 1000
+tap_eq "rdma resource counts back to zero" "$(res)" \
+	"sroce0: pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0"
+tap_check "doorbells counted" \
+	bash -c '(( $(sroce_counter sroce0 doorbells) > 0 ))'
+tap_check "rmmod with every object gone" rmmod sroce
+tap_done
