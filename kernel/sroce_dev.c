@@ -113,11 +113,14 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp_init_rd_atom = SROCE_MAX_RD_ATOM;
 	attr->max_res_rd_atom = SROCE_MAX_RD_ATOM * SROCE_MAX_QP;
 	attr->atomic_cap = IB_ATOMIC_HCA;
-	attr->max_mw = SROCE_MAX_MW;
-	attr->max_mcast_grp = SROCE_MAX_MCAST_GRP;
-	attr->max_mcast_qp_attach = SROCE_MAX_MCAST_QP_ATTACH;
-	attr->max_total_mcast_qp_attach = SROCE_MAX_MCAST_GRP *
-					  SROCE_MAX_MCAST_QP_ATTACH;
+	/*
+	 * Memory windows and multicast are not offered yet: report 0 rather
+	 * than limits no code enforces (SROCE_MAX_MW, SROCE_MAX_MCAST_*).
+	 */
+	attr->max_mw = 0;
+	attr->max_mcast_grp = 0;
+	attr->max_mcast_qp_attach = 0;
+	attr->max_total_mcast_qp_attach = 0;
 	attr->max_ah = SROCE_MAX_AH;
 	attr->max_srq = SROCE_MAX_SRQ;
 	attr->max_srq_wr = SROCE_MAX_SRQ_WR;

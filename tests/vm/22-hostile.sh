@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# A hostile provider writes garbage into a QP's mmap'd send ring and rings
+# the doorbell: each bad WQE completes with the right error and moves its
+# QP to ERR, a producer index beyond the ring is fatal to the QP
+# (IBV_EVENT_QP_FATAL), random rings are survived, a bystander QP keeps
+# working, the counters account for it and the kernel log stays clean.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+sroce_reset
+trap sroce_reset EXIT
+
+tap_plan 5
+vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500
+sroce_load
+ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
+gid=$(sroce_gid_index sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
+
+tap_check "sroce_hostile (bad WQEs, bad index, 200 random rings, bystander)" \
+	"$SROCE_BIN/sroce_hostile" -d sroce0 -g "$gid" -r 200
+bad_wqe=$(sroce_counter sroce0 bad_wqe)
+bad_ring=$(sroce_counter sroce0 bad_ring_index)
+tap_check "bad_wqe counts the six bad WQEs at least ($bad_wqe)" test "$bad_wqe" -ge 6
+tap_check "bad_ring_index counts the bad producer index ($bad_ring)" test "$bad_ring" -ge 1
+res() { rdma resource show | awk '$2 == "sroce0:" {$1 = ""; print substr($0, 2)}'; }
+tap_eq "rdma resource counts back to zero" "$(res)" \
+	"sroce0: pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0"
+tap_check "rmmod afterwards" rmmod sroce
+tap_done
