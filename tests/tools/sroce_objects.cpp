@@ -3,11 +3,11 @@
 // sroce_objects - create and destroy verbs objects through libibverbs and
 // check every errno the spec gives for bad arguments. Prints TAP.
 //
-//   sroce_objects -d sroce0 [-n LOOPS]
+//   sroce_objects -d sroce0 [-g GID_INDEX] [-n LOOPS]
 //
-// Covers what exists so far: PDs, CQs (sizes, resize, notify, completion
-// channels) and MRs (access-flag rules, zero length, bad addresses, key
-// rotation, rereg). Each create/destroy loop runs LOOPS times (default
+// Covers PDs, CQs (sizes, resize, notify, completion channels), MRs
+// (access-flag rules, zero length, bad addresses, key rotation, rereg),
+// SRQs (sizes, limit, query) and AHs (RoCE v2 GIDs). QPs: sroce_qp. Each create/destroy loop runs LOOPS times (default
 // 1000); the caller checks with "rdma resource" that nothing is left.
 #include <errno.h>
 #include <getopt.h>
@@ -184,17 +184,99 @@ void check_mr(ibv_pd *pd, long loops)
 	free(buf);
 }
 
+void check_srq(ibv_pd *pd, const ibv_device_attr &da, long loops)
+{
+	long bad = 0;
+	for (long i = 0; i < loops; i++) {
+		ibv_srq_init_attr a = {};
+		a.attr.max_wr = 1 + i % 500;
+		a.attr.max_sge = 1 + i % 4;
+		ibv_srq *srq = ibv_create_srq(pd, &a);
+		if (!srq || ibv_destroy_srq(srq))
+			bad++;
+	}
+	tap::check(bad == 0, "%ld x create/destroy SRQ: %ld failures", loops, bad);
+
+	ibv_srq_init_attr a = {};
+	a.attr.max_wr = 100;
+	a.attr.max_sge = 2;
+	ibv_srq *srq = ibv_create_srq(pd, &a);
+	if (tap::check(srq && a.attr.max_wr >= 100 && a.attr.max_sge >= 2,
+		       "SRQ of 100 WRs, 2 SGEs (granted %u, %u)", a.attr.max_wr, a.attr.max_sge)) {
+		ibv_srq_attr sa = {};
+		sa.srq_limit = 10;
+		tap::check(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "arm srq_limit 10");
+		sa = {};
+		tap::check(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 10 && sa.max_wr >= 100,
+			   "query_srq: limit %u, max_wr %u", sa.srq_limit, sa.max_wr);
+		sa.max_wr = 1000;
+		tap::check(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR) == EINVAL,
+			   "resizing an SRQ: EINVAL (not offered)");
+		sa.srq_limit = 100000;
+		tap::check(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == EINVAL,
+			   "srq_limit beyond max_wr: EINVAL");
+		tap::check(ibv_destroy_srq(srq) == 0, "destroy SRQ");
+	}
+	a = {};
+	a.attr.max_wr = da.max_srq_wr + 1;
+	a.attr.max_sge = 1;
+	errno = 0;
+	srq = ibv_create_srq(pd, &a);
+	tap::check(fails_with(srq, EINVAL, errno), "SRQ beyond max_srq_wr: EINVAL (errno %d)", errno);
+	if (srq)
+		ibv_destroy_srq(srq);
+	a = {};
+	a.attr.max_wr = 16;
+	a.attr.max_sge = da.max_srq_sge + 1;
+	errno = 0;
+	srq = ibv_create_srq(pd, &a);
+	tap::check(fails_with(srq, EINVAL, errno), "SRQ beyond max_srq_sge: EINVAL (errno %d)",
+		   errno);
+	if (srq)
+		ibv_destroy_srq(srq);
+}
+
+void check_ah(ibv_context *ctx, ibv_pd *pd, int gid_index, long loops)
+{
+	ibv_ah_attr a = {};
+	a.is_global = 1;
+	a.port_num = 1;
+	a.grh.sgid_index = gid_index;
+	a.grh.hop_limit = 64;
+	ibv_query_gid(ctx, 1, gid_index, &a.grh.dgid);
+
+	long bad = 0;
+	for (long i = 0; i < loops; i++) {
+		ibv_ah *ah = ibv_create_ah(pd, &a);
+		if (!ah || ibv_destroy_ah(ah))
+			bad++;
+	}
+	tap::check(bad == 0, "%ld x create/destroy AH (RoCE v2, GID %d): %ld failures", loops,
+		   gid_index, bad);
+
+	ibv_ah_attr no_grh = a;
+	no_grh.is_global = 0;
+	errno = 0;
+	ibv_ah *ah = ibv_create_ah(pd, &no_grh);
+	tap::check(!ah, "AH without a GRH on RoCE fails (errno %d)", errno);
+	if (ah)
+		ibv_destroy_ah(ah);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	const char *dev = nullptr;
 	long loops = 1000;
+	int gid_index = 1;
 	int c;
 
-	while ((c = getopt(argc, argv, "d:n:")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:n:")) != -1) {
 		if (c == 'd')
 			dev = optarg;
+		else if (c == 'g')
+			gid_index = atoi(optarg);
 		else if (c == 'n')
 			loops = strtol(optarg, nullptr, 0);
 		else
@@ -214,6 +296,8 @@ int main(int argc, char **argv)
 	if (tap::check(pd, "alloc_pd")) {
 		check_cq(ctx, da, loops);
 		check_mr(pd, loops);
+		check_srq(pd, da, loops);
+		check_ah(ctx, pd, gid_index, loops);
 		tap::check(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
 	}
 	tap::check(ibv_close_device(ctx) == 0, "close device");

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # Verbs objects through the provider and the kernel: PDs, CQs (sizes,
-# resize, notify, completion channels) and MRs (access rules, zero
-# length, bad addresses, key rotation, rereg), each in a 1000x loop, with
+# resize, notify, completion channels), MRs (access rules, zero length,
+# bad addresses, key rotation, rereg), SRQs and AHs, each in a 1000x loop, with
 # the errnos the spec gives; afterwards "rdma resource" counts are back to
 # zero and the kernel log is clean.
 set -uo pipefail
@@ -22,8 +22,9 @@ ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
 # "N: sroce0: pd 0 cq 0 ..." without the device index N.
 res() { rdma resource show | awk '$2 == "sroce0:" {$1 = ""; print substr($0, 2)}'; }
 tap_eq "no objects before" "$(res)" "sroce0: pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0"
-tap_check "sroce_objects -n 1000 (PD, CQ, MR; errnos)" \
-	"$SROCE_BIN/sroce_objects" -d sroce0 -n 1000
+gid=$(sroce_gid_index sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
+tap_check "sroce_objects -n 1000 (PD, CQ, MR, SRQ, AH; errnos)" \
+	"$SROCE_BIN/sroce_objects" -d sroce0 -g "$gid" -n 1000
 tap_eq "rdma resource counts back to zero" "$(res)" \
 	"sroce0: pd 0 cq 0 qp 0 cm_id 0 mr 0 ctx 0 srq 0"
 tap_check "rmmod with every object gone" rmmod sroce
