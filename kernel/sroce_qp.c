@@ -69,6 +69,11 @@ static int sroce_qp_check_init(struct ib_qp_init_attr *init)
 	case IB_QPT_UC:
 	case IB_QPT_UD:
 		break;
+	case IB_QPT_GSI:
+		/* QP1 belongs to ib_core's MAD layer; userspace cannot have it. */
+		if (init->port_num != 1)
+			return -EINVAL;
+		break;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -122,6 +127,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = sroce_qp_check_init(init);
 	if (err)
 		return err;
+	if (udata && init->qp_type == IB_QPT_GSI)
+		return -EINVAL;
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
 
@@ -150,10 +157,15 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			goto err_sq;
 	}
 
-	err = xa_alloc_cyclic(&sdev->qp_xa, &qp->qpn, qp,
-			      XA_LIMIT(SROCE_FIRST_QPN,
-				       SROCE_FIRST_QPN + SROCE_MAX_QP - 1),
-			      &sdev->qp_next, GFP_KERNEL);
+	if (init->qp_type == IB_QPT_GSI) {
+		qp->qpn = 1;
+		err = xa_insert(&sdev->qp_xa, qp->qpn, qp, GFP_KERNEL);
+	} else {
+		err = xa_alloc_cyclic(&sdev->qp_xa, &qp->qpn, qp,
+				      XA_LIMIT(SROCE_FIRST_QPN,
+					       SROCE_FIRST_QPN + SROCE_MAX_QP - 1),
+				      &sdev->qp_next, GFP_KERNEL);
+	}
 	if (err < 0) {
 		err = err == -EBUSY ? -ENOMEM : err;
 		goto err_rq;
@@ -494,7 +506,7 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->timeout = a->timeout;
 	attr->retry_cnt = a->retry_cnt;
 	attr->rnr_retry = a->rnr_retry;
-	if (ibqp->qp_type != IB_QPT_UD) {
+	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC) {
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 		rdma_ah_set_grh(&attr->ah_attr, &a->av.dgid, a->av.flow_label,
 				a->av.sgid_index, a->av.hop_limit,
@@ -550,7 +562,7 @@ static bool sroce_wqe_opcode_ok(enum ib_qp_type type, u8 opcode)
 	case SROCE_WR_RDMA_WRITE_WITH_IMM:
 	case SROCE_WR_LOCAL_INV:
 	case SROCE_WR_BIND_MW:
-		return type != IB_QPT_UD;
+		return type == IB_QPT_RC || type == IB_QPT_UC;
 	case SROCE_WR_RDMA_READ:
 	case SROCE_WR_ATOMIC_CMP_AND_SWP:
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
@@ -720,7 +732,8 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 	case IB_WR_SEND_WITH_IMM:
 	case IB_WR_SEND_WITH_INV:
 	case IB_WR_LOCAL_INV:
-		if (qp->ibqp.qp_type == IB_QPT_UD) {
+		if (qp->ibqp.qp_type == IB_QPT_UD ||
+		    qp->ibqp.qp_type == IB_QPT_GSI) {
 			wqe->wr.ud.ah_num = to_sah(ud_wr(wr)->ah)->ah_num;
 			wqe->wr.ud.remote_qpn = ud_wr(wr)->remote_qpn;
 			wqe->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;

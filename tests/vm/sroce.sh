@@ -65,6 +65,10 @@ sroce_reset() {
 	done
 }
 
+# What "rdma resource show" counts on an idle sroce device: ib_core's MAD
+# layer keeps a PD, a CQ and QP1 (GSI) on every RoCE port.
+SROCE_MAD_OBJECTS="sroce0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ctx 0 srq 0"
+
 # Names of the sroce devices that exist (by their sysfs ABI attribute).
 sroce_devices() {
 	local f
