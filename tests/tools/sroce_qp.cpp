@@ -11,6 +11,7 @@
 // state machine needs; no packet has to flow.
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,6 +306,82 @@ void check_flush(env &e)
 	ibv_destroy_qp(qp);
 }
 
+// A CQ on a completion channel, armed, gets its event when the flush of a
+// receive lands in it; an overfull CQ raises IBV_EVENT_CQ_ERR.
+void check_cq_events(env &e)
+{
+	ibv_comp_channel *ch = ibv_create_comp_channel(e.ctx);
+	ibv_cq *cq = ch ? ibv_create_cq(e.ctx, 4, nullptr, ch, 0) : nullptr;
+	ibv_qp_init_attr ia = {};
+	ia.send_cq = cq;
+	ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ibv_qp *qp = cq ? ibv_create_qp(e.pd, &ia) : nullptr;
+	if (!tap::check(qp && !to_init(e, qp), "channel: QP on a CQ with a completion channel"))
+		goto out;
+	{
+		ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), 64, e.mr->lkey};
+		ibv_recv_wr rwr = {};
+		ibv_recv_wr *bad;
+		rwr.wr_id = 99;
+		rwr.sg_list = &sge;
+		rwr.num_sge = 1;
+		tap::check(ibv_post_recv(qp, &rwr, &bad) == 0 && ibv_req_notify_cq(cq, 0) == 0,
+			   "channel: receive posted, CQ armed");
+		tap::check(to_state(qp, IBV_QPS_ERR) == 0, "channel: -> ERR");
+		pollfd p = {ch->fd, POLLIN, 0};
+		ibv_cq *ev_cq = nullptr;
+		void *ev_ctx = nullptr;
+		bool got = poll(&p, 1, 5000) == 1 && ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0;
+		tap::check(got && ev_cq == cq, "channel: ibv_get_cq_event delivers the CQ's event");
+		if (got)
+			ibv_ack_cq_events(cq, 1);
+		ibv_wc wc = {};
+		tap::check(ibv_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 99 &&
+				   wc.status == IBV_WC_WR_FLUSH_ERR,
+			   "channel: the flushed receive is in the CQ");
+	}
+	ibv_destroy_qp(qp);
+	qp = nullptr;
+
+	// Overflow: a CQ of 4 entries under a QP with 8 receives outstanding.
+	ia.cap.max_recv_wr = 8;
+	qp = ibv_create_qp(e.pd, &ia);
+	if (tap::check(qp && !to_init(e, qp), "overflow: QP with 8 receives on a 4-entry CQ")) {
+		for (int i = 0; i < 8; i++) {
+			ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf), 64, e.mr->lkey};
+			ibv_recv_wr rwr = {};
+			ibv_recv_wr *bad;
+			rwr.wr_id = i;
+			rwr.sg_list = &sge;
+			rwr.num_sge = 1;
+			ibv_post_recv(qp, &rwr, &bad);
+		}
+		to_state(qp, IBV_QPS_ERR);
+		bool cq_err = false;
+		pollfd p = {e.ctx->async_fd, POLLIN, 0};
+		while (!cq_err && poll(&p, 1, 5000) == 1) {
+			ibv_async_event ev;
+			if (ibv_get_async_event(e.ctx, &ev))
+				break;
+			cq_err = ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == cq;
+			ibv_ack_async_event(&ev);
+		}
+		tap::check(cq_err, "overflow: IBV_EVENT_CQ_ERR on the overfull CQ");
+	}
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (ch)
+		ibv_destroy_comp_channel(ch);
+}
+
 void check_loop(env &e, long loops)
 {
 	long bad = 0;
@@ -355,6 +432,7 @@ int main(int argc, char **argv)
 		check_states(e, IBV_QPT_UC, "UC");
 		check_states(e, IBV_QPT_UD, "UD");
 		check_flush(e);
+		check_cq_events(e);
 		check_loop(e, loops);
 	}
 	if (e.mr)
