@@ -17,16 +17,20 @@ W	?= 1
 BUILD	:= $(CURDIR)/build
 DESTDIR	?=
 
-.PHONY: all module provider tools install install-module install-provider \
+.PHONY: all module provider tools ktest install install-module install-provider \
 	check check-host check-vm demo deps stage clean clean-module
 
-all: module provider tools
+all: module provider tools ktest
 
 module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=$(W) modules
 
 provider:
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider
+
+# Test-only kernel module (tests/kmod): kernel-consumer checks in the VM.
+ktest:
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod W=$(W) modules
 
 tools: provider
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider tools
@@ -64,6 +68,7 @@ demo: all stage
 
 clean-module:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod clean
 
 clean: clean-module
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider clean
