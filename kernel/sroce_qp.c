@@ -791,31 +791,6 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	return err;
 }
 
-static int sroce_post_one_recv(struct sroce_qp *qp, const struct ib_recv_wr *wr)
-{
-	struct sroce_recv_wqe *wqe;
-	struct sroce_sge *sge;
-	int i;
-
-	if (wr->num_sge > qp->max_recv_sge)
-		return -EINVAL;
-	if (sroce_queue_refresh_cons(&qp->rq) <= 0)
-		return -ENOMEM;
-
-	wqe = sroce_queue_producer_elem(&qp->rq);
-	wqe->wr_id = wr->wr_id;
-	wqe->num_sge = wr->num_sge;
-	wqe->reserved = 0;
-	sge = (struct sroce_sge *)((u8 *)wqe + SROCE_RECV_WQE_HDR);
-	for (i = 0; i < wr->num_sge; i++) {
-		sge[i].addr = wr->sg_list[i].addr;
-		sge[i].length = wr->sg_list[i].length;
-		sge[i].lkey = wr->sg_list[i].lkey;
-	}
-	sroce_queue_producer_publish(&qp->rq, 1);
-	return 0;
-}
-
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
@@ -834,7 +809,7 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		}
 		spin_lock_irqsave(&qp->post_lock, flags);
 		for (; wr; wr = wr->next) {
-			err = sroce_post_one_recv(qp, wr);
+			err = sroce_queue_post_recv(&qp->rq, qp->max_recv_sge, wr);
 			if (err) {
 				*bad_wr = wr;
 				break;

@@ -115,3 +115,37 @@ void sroce_mmap_free(struct rdma_user_mmap_entry *rentry)
 	vfree(e->vaddr);
 	kfree(e);
 }
+
+/**
+ * sroce_queue_post_recv - write a kernel ULP's receive WR into @q
+ * @q: an RQ or SRQ ring; the caller serialises producers
+ * @max_sge: SGEs a WQE of this ring may carry
+ * @wr: the work request
+ *
+ * Return: 0, -EINVAL for too many SGEs, -ENOMEM when the ring is full.
+ */
+int sroce_queue_post_recv(struct sroce_queue *q, u32 max_sge,
+			  const struct ib_recv_wr *wr)
+{
+	struct sroce_recv_wqe *wqe;
+	struct sroce_sge *sge;
+	int i;
+
+	if (wr->num_sge > max_sge)
+		return -EINVAL;
+	if (sroce_queue_refresh_cons(q) <= 0)
+		return -ENOMEM;
+
+	wqe = sroce_queue_producer_elem(q);
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = wr->num_sge;
+	wqe->reserved = 0;
+	sge = (struct sroce_sge *)((u8 *)wqe + SROCE_RECV_WQE_HDR);
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	sroce_queue_producer_publish(q, 1);
+	return 0;
+}

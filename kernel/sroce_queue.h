@@ -50,6 +50,8 @@ void sroce_queue_free(struct sroce_queue *q);
 int sroce_queue_map_user(struct sroce_queue *q, struct ib_ucontext *uctx,
 			 struct sroce_ring_info *info);
 size_t sroce_queue_bytes(u32 entries, u32 stride);
+int sroce_queue_post_recv(struct sroce_queue *q, u32 max_sge,
+			  const struct ib_recv_wr *wr);
 
 static inline u32 sroce_queue_mask(const struct sroce_queue *q)
 {

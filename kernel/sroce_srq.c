@@ -158,29 +158,11 @@ int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 
 	spin_lock_irqsave(&srq->post_lock, flags);
 	for (; wr; wr = wr->next) {
-		struct sroce_recv_wqe *wqe;
-		struct sroce_sge *sge;
-		int i;
-
-		if (wr->num_sge > srq->max_sge)
-			err = -EINVAL;
-		else if (sroce_queue_refresh_cons(&srq->rq) <= 0)
-			err = -ENOMEM;
+		err = sroce_queue_post_recv(&srq->rq, srq->max_sge, wr);
 		if (err) {
 			*bad_wr = wr;
 			break;
 		}
-		wqe = sroce_queue_producer_elem(&srq->rq);
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		wqe->reserved = 0;
-		sge = (struct sroce_sge *)((u8 *)wqe + SROCE_RECV_WQE_HDR);
-		for (i = 0; i < wr->num_sge; i++) {
-			sge[i].addr = wr->sg_list[i].addr;
-			sge[i].length = wr->sg_list[i].length;
-			sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		sroce_queue_producer_publish(&srq->rq, 1);
 	}
 	spin_unlock_irqrestore(&srq->post_lock, flags);
 	return err;

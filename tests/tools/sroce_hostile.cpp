@@ -23,6 +23,7 @@
 
 #include "sroce.hpp"	// the provider's own QP: where its rings are mapped
 #include "tap.hpp"
+#include "verbs_util.hpp"
 
 namespace {
 
@@ -302,13 +303,7 @@ int main(int argc, char **argv)
 	if (!dev)
 		return 2;
 
-	int n = 0;
-	ibv_device **list = ibv_get_device_list(&n);
-	for (int i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			e.ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
+	e.ctx = open_device_by_name(dev);
 	if (!tap::check(e.ctx, "open %s", dev))
 		return tap::done("sroce_hostile");
 	ibv_query_gid(e.ctx, 1, e.gid_index, &e.gid);

@@ -20,22 +20,9 @@
 #include <infiniband/verbs.h>
 
 #include "tap.hpp"
+#include "verbs_util.hpp"
 
 namespace {
-
-ibv_context *open_device(const char *name)
-{
-	int n = 0;
-	ibv_device **list = ibv_get_device_list(&n);
-	ibv_context *ctx = nullptr;
-
-	for (int i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
 
 // Expect a create call to fail with @want: returns true when it did.
 template <typename T> bool fails_with(T *obj, int want, int got_errno)
@@ -291,7 +278,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	ibv_context *ctx = open_device(dev);
+	ibv_context *ctx = open_device_by_name(dev);
 	if (!tap::check(ctx, "open %s", dev))
 		return tap::done("sroce_objects");
 	ibv_device_attr da = {};

@@ -20,6 +20,7 @@
 #include <infiniband/verbs.h>
 
 #include "tap.hpp"
+#include "verbs_util.hpp"
 
 namespace {
 
@@ -33,20 +34,6 @@ struct env {
 	int gid_index = 1;
 	ibv_gid gid = {};
 };
-
-ibv_context *open_device(const char *name)
-{
-	int n = 0;
-	ibv_device **list = ibv_get_device_list(&n);
-	ibv_context *ctx = nullptr;
-
-	for (int i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
 
 ibv_qp *make_qp(env &e, ibv_qp_type type, uint32_t wr = 128, uint32_t sge = 2,
 		uint32_t inl = 64)
@@ -417,7 +404,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: sroce_qp -d DEV [-g GID_INDEX] [-n LOOPS]\n");
 		return 2;
 	}
-	e.ctx = open_device(dev);
+	e.ctx = open_device_by_name(dev);
 	if (!tap::check(e.ctx, "open %s", dev))
 		return tap::done("sroce_qp");
 	ibv_query_device(e.ctx, &e.da);

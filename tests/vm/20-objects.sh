@@ -19,13 +19,11 @@ vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500
 sroce_load
 ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
 
-# "N: sroce0: pd 0 cq 0 ..." without the device index N.
-res() { rdma resource show | awk '$2 == "sroce0:" {$1 = ""; print substr($0, 2)}'; }
-tap_eq "only the MAD layer's objects before" "$(res)" "$SROCE_MAD_OBJECTS"
+tap_eq "only the MAD layer's objects before" "$(sroce_resources sroce0)" "$SROCE_MAD_OBJECTS"
 gid=$(sroce_gid_index sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
 tap_check "sroce_objects -n 1000 (PD, CQ, MR, SRQ, AH; errnos)" \
 	"$SROCE_BIN/sroce_objects" -d sroce0 -g "$gid" -n 1000
-tap_eq "rdma resource counts back to the MAD layer's own" "$(res)" \
+tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" \
 	"$SROCE_MAD_OBJECTS"
 tap_check "rmmod with every object gone" rmmod sroce
 tap_done

@@ -20,10 +20,9 @@ sroce_load
 ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
 gid=$(sroce_gid_index sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
 
-res() { rdma resource show | awk '$2 == "sroce0:" {$1 = ""; print substr($0, 2)}'; }
 tap_check "sroce_qp -n 1000 (caps, state machine, query, flush)" \
 	"$SROCE_BIN/sroce_qp" -d sroce0 -g "$gid" -n 1000
-tap_eq "rdma resource counts back to the MAD layer's own" "$(res)" \
+tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" \
 	"$SROCE_MAD_OBJECTS"
 tap_check "doorbells counted" \
 	bash -c '(( $(sroce_counter sroce0 doorbells) > 0 ))'

@@ -26,8 +26,7 @@ bad_wqe=$(sroce_counter sroce0 bad_wqe)
 bad_ring=$(sroce_counter sroce0 bad_ring_index)
 tap_check "bad_wqe counts the six bad WQEs at least ($bad_wqe)" test "$bad_wqe" -ge 6
 tap_check "bad_ring_index counts the bad producer index ($bad_ring)" test "$bad_ring" -ge 1
-res() { rdma resource show | awk '$2 == "sroce0:" {$1 = ""; print substr($0, 2)}'; }
-tap_eq "rdma resource counts back to the MAD layer's own" "$(res)" \
+tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" \
 	"$SROCE_MAD_OBJECTS"
 tap_check "rmmod afterwards" rmmod sroce
 tap_done

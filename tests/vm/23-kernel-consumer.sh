@@ -27,6 +27,5 @@ tap_check "its checks ran (a plan of at least 10)" \
 	contains "$log" 'sroce_ktest: 1\.\.(1[0-9]|[2-9][0-9])$'
 tap_expect_fail "no check failed" contains "$log" 'sroce_ktest: not ok'
 rmmod sroce_ktest
-res() { rdma resource show | awk '$2 == "sroce0:" {$1 = ""; print substr($0, 2)}'; }
-tap_eq "rdma resource counts back to the MAD layer's own" "$(res)" "$SROCE_MAD_OBJECTS"
+tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" "$SROCE_MAD_OBJECTS"
 tap_done

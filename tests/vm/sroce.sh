@@ -69,6 +69,12 @@ sroce_reset() {
 # layer keeps a PD, a CQ and QP1 (GSI) on every RoCE port.
 SROCE_MAD_OBJECTS="sroce0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ctx 0 srq 0"
 
+# "rdma resource show" counts of device $1 without its index:
+# "sroce0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ctx 0 srq 0".
+sroce_resources() {
+	rdma resource show | awk -v d="$1:" '$2 == d {$1 = ""; print substr($0, 2)}'
+}
+
 # Names of the sroce devices that exist (by their sysfs ABI attribute).
 sroce_devices() {
 	local f
@@ -134,5 +140,5 @@ sroce_wait() {
 	return 1
 }
 
-export -f contains sroce_devices sroce_port_state sroce_gid_index sroce_ipv4_gid \
+export -f contains sroce_resources sroce_devices sroce_port_state sroce_gid_index sroce_ipv4_gid \
 	sroce_counter sroce_wait
