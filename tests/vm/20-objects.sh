@@ -15,14 +15,12 @@ sroce_reset
 trap sroce_reset EXIT
 
 tap_plan 4
-vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500
-sroce_load
-ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
+sroce_single_device || tap_bail "set-up: sroce0 on vethA"
 
 tap_eq "only the MAD layer's objects before" "$(sroce_resources sroce0)" "$SROCE_MAD_OBJECTS"
 gid=$(sroce_gid_index sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
 tap_check "sroce_objects -n 1000 (PD, CQ, MR, SRQ, AH; errnos)" \
-	"$SROCE_BIN/sroce_objects" -d sroce0 -g "$gid" -n 1000
+	"$SROCE_BIN/sroce_objects" -d sroce0 -g "$SROCE_GID" -n 1000
 tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" \
 	"$SROCE_MAD_OBJECTS"
 tap_check "rmmod with every object gone" rmmod sroce

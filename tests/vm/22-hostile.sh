@@ -15,13 +15,10 @@ sroce_reset
 trap sroce_reset EXIT
 
 tap_plan 5
-vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500
-sroce_load
-ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
-gid=$(sroce_gid_index sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
+sroce_single_device || tap_bail "set-up: sroce0 on vethA"
 
 tap_check "sroce_hostile (bad WQEs, bad index, 200 random rings, bystander)" \
-	"$SROCE_BIN/sroce_hostile" -d sroce0 -g "$gid" -r 200
+	"$SROCE_BIN/sroce_hostile" -d sroce0 -g "$SROCE_GID" -r 200
 bad_wqe=$(sroce_counter sroce0 bad_wqe)
 bad_ring=$(sroce_counter sroce0 bad_ring_index)
 tap_check "bad_wqe counts the six bad WQEs at least ($bad_wqe)" test "$bad_wqe" -ge 6

@@ -15,9 +15,7 @@ sroce_reset
 trap 'rmmod sroce_ktest 2>/dev/null; sroce_reset' EXIT
 
 tap_plan 4
-vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500
-sroce_load
-ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
+sroce_single_device || tap_bail "set-up: sroce0 on vethA"
 
 tap_check "insmod sroce_ktest dev=sroce0 (all kernel-verbs checks pass)" \
 	insmod "$SROCE_REPO/tests/kmod/sroce_ktest.ko" dev=sroce0

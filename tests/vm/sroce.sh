@@ -75,6 +75,26 @@ sroce_resources() {
 	rdma resource show | awk -v d="$1:" '$2 == d {$1 = ""; print substr($0, 2)}'
 }
 
+# The one-device set-up of the verbs tests: namespaces nsA/nsB joined by
+# a veth pair, sroce loaded, sroce0 on vethA; SROCE_GID is the index of
+# its RoCE v2 GID for 10.77.0.1.
+sroce_single_device() {
+	vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500 &&
+	sroce_load &&
+	ip netns exec nsA rdma link add sroce0 type sroce netdev vethA &&
+	SROCE_GID=$(sroce_wait_gid sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
+}
+
+# Print the GID index once ib_core has added it (up to 10 s).
+sroce_wait_gid() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		sroce_gid_index "$1" "$2" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Names of the sroce devices that exist (by their sysfs ABI attribute).
 sroce_devices() {
 	local f
