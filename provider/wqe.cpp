@@ -62,38 +62,22 @@ int encode_send_wqe(void *slot, const send_queue_caps &caps,
 				 wr->wr.atomic.compare_add, wr->wr.atomic.swap))
 			return EINVAL;
 		break;
-	case IBV_WR_BIND_MW: {
-		const struct ibv_mw_bind_info &bi = wr->bind_mw.bind_info;
-		// Zero length unbinds the window: no MR needed then.
-		if (!wr->bind_mw.mw || (!bi.mr && bi.length))
+	case IBV_WR_BIND_MW:
+		if (b.set_bind_mw(wr->bind_mw.mw, wr->bind_mw.rkey,
+				  &wr->bind_mw.bind_info))
 			return EINVAL;
-		b.set_bind_mw(wr->bind_mw.mw->handle, wr->bind_mw.rkey,
-			      bi.mr ? bi.mr->lkey : 0, bi.addr, bi.length,
-			      bi.mw_access_flags);
 		break;
-	}
 	default:	// unreachable: check_send_opcode() let only the above in
 		return EINVAL;
 	}
 
 	if (!(kLocalOpcodes & wr_bit(opcode))) {
 		const size_t n = static_cast<size_t>(wr->num_sge);
-		if (wqe_flags & SROCE_WQE_F_INLINE) {
-			for (size_t i = 0; i < n; i++) {
-				const struct ibv_sge &sge = wr->sg_list[i];
-				int ret = b.add_inline(
-					caps,
-					reinterpret_cast<const void *>(
-						static_cast<uintptr_t>(sge.addr)),
-					sge.length);
-				if (ret)
-					return ret;
-			}
-		} else {
-			int ret = b.set_sge_list(caps, wr->sg_list, n);
-			if (ret)
-				return ret;
-		}
+		int ret = (wqe_flags & SROCE_WQE_F_INLINE)
+				  ? b.set_inline_sge_list(caps, wr->sg_list, n)
+				  : b.set_sge_list(caps, wr->sg_list, n);
+		if (ret)
+			return ret;
 	}
 	return b.finish();
 }

@@ -236,9 +236,10 @@ constexpr int send_flags_to_wqe(unsigned send_flags, unsigned opcode,
 class send_wqe_builder {
 public:
 	// Clear the header and set what every WQE has.  `opcode` has passed
-	// check_send_opcode() for this QP.  SROCE_WQE_F_INLINE
-	// in wqe_flags (IBV_SEND_INLINE on ibv_post_send) makes the data
-	// inline; the extended API leaves it out and calls add_inline().
+	// check_send_opcode() for this QP.  SROCE_WQE_F_INLINE in wqe_flags
+	// (IBV_SEND_INLINE in ibv_send_wr.send_flags or ibv_qp_ex.wr_flags)
+	// says the caller will supply the data through add_inline() /
+	// set_inline_sge_list(); without it the inline setters turn it on.
 	void start(void *slot, uint64_t wr_id, unsigned opcode, uint16_t wqe_flags)
 	{
 		wqe_ = static_cast<struct sroce_send_wqe *>(slot);
@@ -283,15 +284,22 @@ public:
 		wqe_->wr.ud.remote_qkey = remote_qkey;
 	}
 
-	void set_bind_mw(uint32_t mw_handle, uint32_t new_rkey, uint32_t mr_lkey,
-			 uint64_t addr, uint64_t length, uint32_t access)
+	// BIND_MW: the window, its new rkey and what it is bound to.  The
+	// kernel checks the window, MR and access; EINVAL here only when
+	// there is no window (or no bind_info), or no MR while binding a
+	// non-zero length (zero length unbinds: no MR needed then).
+	int set_bind_mw(const struct ibv_mw *mw, uint32_t new_rkey,
+			const struct ibv_mw_bind_info *bi)
 	{
-		wqe_->wr.bind_mw.addr = addr;
-		wqe_->wr.bind_mw.length = length;
-		wqe_->wr.bind_mw.mw_handle = mw_handle;
+		if (!mw || !bi || (!bi->mr && bi->length))
+			return EINVAL;
+		wqe_->wr.bind_mw.addr = bi->addr;
+		wqe_->wr.bind_mw.length = bi->length;
+		wqe_->wr.bind_mw.mw_handle = mw->handle;
 		wqe_->wr.bind_mw.rkey = new_rkey;
-		wqe_->wr.bind_mw.mr_lkey = mr_lkey;
-		wqe_->wr.bind_mw.access = access;
+		wqe_->wr.bind_mw.mr_lkey = bi->mr ? bi->mr->lkey : 0;
+		wqe_->wr.bind_mw.access = bi->mw_access_flags;
+		return 0;
 	}
 
 	// *_WITH_IMM: network byte order, passed through untouched.
@@ -374,6 +382,31 @@ public:
 			return add_inline(caps, nullptr, 0);
 		for (size_t i = 0; i < n; i++) {
 			int ret = add_inline(caps, list[i].addr, list[i].length);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+
+	// Replace the data with the bytes an SGE list points at, copied
+	// inline (IBV_SEND_INLINE: the addresses are the caller's pointers,
+	// lkeys are not used).  The list is still bounded by caps.max_sge,
+	// as ibv_post_send's num_sge is, and the bytes by caps.max_inline.
+	int set_inline_sge_list(const send_queue_caps &caps,
+				const struct ibv_sge *list, size_t n)
+	{
+		if (n > caps.max_sge)
+			return EINVAL;
+		num_sge_ = 0;
+		inline_len_ = 0;
+		data_len_ = 0;
+		if (n == 0)
+			return add_inline(caps, nullptr, 0);
+		for (size_t i = 0; i < n; i++) {
+			int ret = add_inline(caps,
+					     reinterpret_cast<const void *>(
+						     static_cast<uintptr_t>(list[i].addr)),
+					     list[i].length);
 			if (ret)
 				return ret;
 		}

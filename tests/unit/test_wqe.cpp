@@ -890,6 +890,76 @@ TEST_F(WqeTest, BuilderAtomicChecks)
 	EXPECT_EQ(wqe()->wr.atomic.rkey, 1u);
 }
 
+// IBV_SEND_INLINE with an SGE list (ibv_wr_set_sge* under wr_flags
+// INLINE): the bytes the list points at, copied in order; lkeys unused.
+TEST_F(WqeTest, BuilderInlineSgeListCopiesThePointedBytes)
+{
+	const auto data = pattern(200, 21);
+	struct ibv_sge s[3] = {sge_of(data, 30, 40), sge_of(data, 0, 0),
+			       sge_of(data, 150, 50)};
+	send_wqe_builder b;
+	b.start(slot_, 9, IBV_WR_RDMA_WRITE, SROCE_WQE_F_INLINE | SROCE_WQE_F_FENCE);
+	ASSERT_EQ(b.set_inline_sge_list(kRc, s, 3), 0);
+	ASSERT_EQ(b.finish(), 0);
+	EXPECT_EQ(wqe()->flags, SROCE_WQE_F_INLINE | SROCE_WQE_F_FENCE);
+	EXPECT_EQ(wqe()->inline_len, 90u);
+	EXPECT_EQ(wqe()->num_sge, 0);
+	EXPECT_EQ(memcmp(slot_ + SROCE_SEND_WQE_HDR, data.data() + 30, 40), 0);
+	EXPECT_EQ(memcmp(slot_ + SROCE_SEND_WQE_HDR + 40, data.data() + 150, 50), 0);
+	EXPECT_TRUE(untouched(SROCE_SEND_WQE_HDR + 90, kStride));
+
+	// A second list replaces the first.
+	ASSERT_EQ(b.set_inline_sge_list(kRc, &s[2], 1), 0);
+	ASSERT_EQ(b.finish(), 0);
+	EXPECT_EQ(wqe()->inline_len, 50u);
+	EXPECT_EQ(memcmp(slot_ + SROCE_SEND_WQE_HDR, data.data() + 150, 50), 0);
+	// An empty list: an empty inline payload, INLINE still set.
+	ASSERT_EQ(b.set_inline_sge_list(kRc, nullptr, 0), 0);
+	ASSERT_EQ(b.finish(), 0);
+	EXPECT_EQ(wqe()->inline_len, 0u);
+	EXPECT_EQ(wqe()->flags, SROCE_WQE_F_INLINE | SROCE_WQE_F_FENCE);
+
+	// Bounded by max_sge (4) and max_inline (128), like ibv_post_send.
+	struct ibv_sge five[5];
+	for (auto &e : five)
+		e = sge_of(data, 0, 1);
+	EXPECT_EQ(b.set_inline_sge_list(kRc, five, 5), EINVAL);
+	struct ibv_sge big[2] = {sge_of(data, 0, 100), sge_of(data, 100, 29)};
+	EXPECT_EQ(b.set_inline_sge_list(kRc, big, 2), EINVAL);
+	big[1].length = 28;
+	EXPECT_EQ(b.set_inline_sge_list(kRc, big, 2), 0);
+	// Not for an opcode that scatters (READ) or has no data.
+	b.start(slot_, 9, IBV_WR_RDMA_READ, 0);
+	EXPECT_EQ(b.set_inline_sge_list(kRc, s, 1), EINVAL);
+	b.start(slot_, 9, IBV_WR_LOCAL_INV, 0);
+	EXPECT_EQ(b.set_inline_sge_list(kRc, s, 1), EINVAL);
+}
+
+TEST_F(WqeTest, BuilderBindMwChecksAndFields)
+{
+	struct ibv_mw_bind_info bi = {};
+	bi.mr = &mr_;
+	bi.addr = 0xabc000;
+	bi.length = 0x1000;
+	bi.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+	send_wqe_builder b;
+	b.start(slot_, 3, IBV_WR_BIND_MW, 0);
+	EXPECT_EQ(b.set_bind_mw(nullptr, 0x42, &bi), EINVAL);
+	EXPECT_EQ(b.set_bind_mw(&mw_, 0x42, nullptr), EINVAL);
+	bi.mr = nullptr;
+	EXPECT_EQ(b.set_bind_mw(&mw_, 0x42, &bi), EINVAL);
+	bi.mr = &mr_;
+	ASSERT_EQ(b.set_bind_mw(&mw_, 0x42, &bi), 0);
+	ASSERT_EQ(b.finish(), 0);
+	EXPECT_EQ(wqe()->opcode, SROCE_WR_BIND_MW);
+	EXPECT_EQ(wqe()->wr.bind_mw.addr, 0xabc000u);
+	EXPECT_EQ(wqe()->wr.bind_mw.length, 0x1000u);
+	EXPECT_EQ(wqe()->wr.bind_mw.mw_handle, mw_.handle);
+	EXPECT_EQ(wqe()->wr.bind_mw.rkey, 0x42u);
+	EXPECT_EQ(wqe()->wr.bind_mw.mr_lkey, mr_.lkey);
+	EXPECT_EQ(wqe()->wr.bind_mw.access, unsigned(IBV_ACCESS_REMOTE_READ));
+}
+
 // ---- receive WQEs ----------------------------------------------------------------------
 
 TEST_F(WqeTest, RecvWqe)
