@@ -14,7 +14,8 @@
 //     command goes through the write() ABI, which this file implements for
 //     GET_CONTEXT, QUERY_DEVICE, EX_QUERY_DEVICE, QUERY_PORT, ALLOC_PD,
 //     DEALLOC_PD, CREATE_COMP_CHANNEL, CREATE_CQ, RESIZE_CQ, DESTROY_CQ,
-//     REQ_NOTIFY_CQ, REG_MR, REREG_MR and DEREG_MR like kernel/sroce_*.c
+//     REQ_NOTIFY_CQ, REG_MR, REREG_MR, DEREG_MR, CREATE_AH and DESTROY_AH
+//     (ah_num = 0x1000 + handle) like kernel/sroce_*.c
 //     and ib_core do (core structs from <rdma/ib_user_verbs.h>, driver
 //     udata from <sroce-abi.h>, the kernel's errnos);
 //   - mmap() of that fd at a ring's offset maps the CQ ring (a memfd the
@@ -152,12 +153,22 @@ struct fake_srq {
 	uint32_t entries, stride, max_sge, limit;
 };
 
+// An address handle (sroce_create_ah): UD send WQEs name it by ah_num.
+constexpr unsigned kMaxAh = 64;		// handles 1..kMaxAh-1
+constexpr uint32_t kAhNumBase = 0x1000;
+struct fake_ah {
+	bool live;
+	int owner_fd;
+	uint32_t pd;
+};
+
 std::mutex g_lock;	// the tables below, and every fake command
 fake_ring g_rings[kMaxRings];
 fake_cq g_cqs[kMaxCq];
 fake_mr g_mrs[kMaxMr];
 fake_qp g_qps[kMaxQp];
 fake_srq g_srqs[kMaxSrq];
+fake_ah g_ahs[kMaxAh];
 unsigned g_next_qpn = 16;
 user_map g_maps[kMaxUserMaps];
 unsigned g_key_gen;
@@ -910,6 +921,49 @@ int do_destroy_srq(int fd, const void *req, const cmd_sizes &sz, char *detail,
 	return 0;
 }
 
+// ---- address handles (kernel/sroce_ah.c) ----------------------------------------------
+
+int do_create_ah(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+		 char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_create_ah *>(req);
+	snprintf(detail, dlen, " pd=%u port=%u global=%u sgid_index=%u", cmd->pd_handle,
+		 cmd->attr.port_num, cmd->attr.is_global, cmd->attr.grh.sgid_index);
+	if (!pd_ok(f, cmd->pd_handle) || cmd->attr.port_num != 1 || !cmd->attr.is_global)
+		return EINVAL;	// RoCE: a GRH is required
+	if (sz.out - sz.core_out < sizeof(sroce_create_ah_resp))
+		return EINVAL;
+	unsigned h = 0;
+	for (unsigned i = 1; i < kMaxAh; i++)
+		if (!g_ahs[i].live) {
+			h = i;
+			break;
+		}
+	if (!h)
+		return ENOMEM;
+	g_ahs[h] = fake_ah{true, fd, cmd->pd_handle};
+	ib_uverbs_create_ah_resp core = {};
+	core.ah_handle = h;
+	sroce_create_ah_resp drv = {};
+	drv.ah_num = kAhNumBase + h;
+	put(cmd->response, &core, sizeof(core), sz.core_out);
+	put(cmd->response + sz.core_out, &drv, sizeof(drv), sz.out - sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail), " handle=%u ah_num=%u",
+		 h, drv.ah_num);
+	return 0;
+}
+
+int do_destroy_ah(int fd, const void *req, char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_destroy_ah *>(req);
+	snprintf(detail, dlen, " handle=%u", cmd->ah_handle);
+	if (cmd->ah_handle == 0 || cmd->ah_handle >= kMaxAh || !g_ahs[cmd->ah_handle].live ||
+	    g_ahs[cmd->ah_handle].owner_fd != fd)
+		return EINVAL;
+	g_ahs[cmd->ah_handle] = fake_ah{};
+	return 0;
+}
+
 // ---- memory regions ------------------------------------------------------------------
 
 constexpr uint32_t kAccessLocalWrite = IB_UVERBS_ACCESS_LOCAL_WRITE;
@@ -1106,6 +1160,9 @@ void release_file(int fd)
 	for (unsigned i = 1; i < kMaxSrq; i++)
 		if (g_srqs[i].live && g_srqs[i].owner_fd == fd)
 			g_srqs[i] = fake_srq{};
+	for (unsigned i = 1; i < kMaxAh; i++)
+		if (g_ahs[i].live && g_ahs[i].owner_fd == fd)
+			g_ahs[i] = fake_ah{};
 	for (unsigned i = 1; i < kMaxCq; i++)
 		if (g_cqs[i].live && g_cqs[i].owner_fd == fd) {
 			ring_free(g_cqs[i].ring);
@@ -1261,6 +1318,16 @@ int handle_write(fake_file *f, int fd, const void *buf, size_t len)
 		sz.core_in = sizeof(ib_uverbs_destroy_srq);
 		sz.core_out = sizeof(ib_uverbs_destroy_srq_resp);
 		break;
+	case IB_USER_VERBS_CMD_CREATE_AH:
+		name = "CREATE_AH";
+		sz.core_in = sizeof(ib_uverbs_create_ah);
+		sz.core_out = sizeof(ib_uverbs_create_ah_resp);
+		break;
+	case IB_USER_VERBS_CMD_DESTROY_AH:
+		name = "DESTROY_AH";
+		sz.core_in = sizeof(ib_uverbs_destroy_ah);
+		sz.core_out = 0;
+		break;
 	default:
 		log_line("CMD_%u ret=%d", hdr->command, EOPNOTSUPP);
 		return EOPNOTSUPP;
@@ -1328,6 +1395,12 @@ int handle_write(fake_file *f, int fd, const void *buf, size_t len)
 			break;
 		case IB_USER_VERBS_CMD_DESTROY_SRQ:
 			ret = do_destroy_srq(fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_CREATE_AH:
+			ret = do_create_ah(f, fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_DESTROY_AH:
+			ret = do_destroy_ah(fd, req, detail, sizeof(detail));
 			break;
 		default:
 			ret = do_dereg_mr(f, fd, req, detail, sizeof(detail));

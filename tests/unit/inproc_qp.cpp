@@ -15,43 +15,6 @@ using namespace inproc;
 
 namespace {
 
-struct kring {
-	struct sroce_ring_hdr *hdr = nullptr;
-	unsigned char *data = nullptr;
-	uint32_t entries = 0, stride = 0;
-
-	uint32_t prod() const { return __atomic_load_n(&hdr->prod, __ATOMIC_ACQUIRE); }
-	uint32_t cons() const { return __atomic_load_n(&hdr->cons, __ATOMIC_ACQUIRE); }
-	void set_cons(uint32_t v) { __atomic_store_n(&hdr->cons, v, __ATOMIC_RELEASE); }
-	void set_flags(uint32_t v) { __atomic_store_n(&hdr->flags, v, __ATOMIC_SEQ_CST); }
-	const unsigned char *slot(uint32_t i) const
-	{
-		return data + static_cast<size_t>(i & (entries - 1)) * stride;
-	}
-	const struct sroce_send_wqe *send(uint32_t i) const
-	{
-		return reinterpret_cast<const struct sroce_send_wqe *>(slot(i));
-	}
-	const struct sroce_recv_wqe *recv(uint32_t i) const
-	{
-		return reinterpret_cast<const struct sroce_recv_wqe *>(slot(i));
-	}
-	const struct sroce_sge *sge(uint32_t i, size_t hdr_len, unsigned n) const
-	{
-		return reinterpret_cast<const struct sroce_sge *>(slot(i) + hdr_len) + n;
-	}
-};
-
-kring make_kring(void *kmap, uint32_t entries, uint32_t stride)
-{
-	kring r;
-	r.hdr = static_cast<struct sroce_ring_hdr *>(kmap);
-	r.data = static_cast<unsigned char *>(kmap) + SROCE_RING_DATA_OFFSET;
-	r.entries = entries;
-	r.stride = stride;
-	return r;
-}
-
 class Qp : public Verbs {
 protected:
 	void SetUp() override
