@@ -11,6 +11,8 @@
 // outside the lock, is the doorbell: a uverbs POST_SEND (POST_RECV) with
 // no work request, made only when the kernel asks for it (NEED_KICK) or
 // the queue is in error (ERROR: the kernel must flush what we added).
+// The ibv_wr_* API (qp_ex.cpp) fills the same SQ under the same lock and
+// ends its batches with the same publish and doorbell.
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -79,7 +81,7 @@ static void unmap_ring(producer_ring *ring, void **map, size_t *len)
 // ---- doorbells --------------------------------------------------------------------
 
 // rdma-core's rxe post_send_db(): a POST_SEND without work requests.
-static int send_doorbell(struct ibv_qp *ibqp)
+int send_doorbell(struct ibv_qp *ibqp)
 {
 	struct ibv_post_send cmd = {};
 	struct ib_uverbs_post_send_resp resp = {};
@@ -123,6 +125,11 @@ static bool ring_in_error(const producer_ring &r)
 	return r.flags() & SROCE_RING_F_ERROR;
 }
 
+bool sq_wants_doorbell(const producer_ring &sq)
+{
+	return sq.needs_kick() || ring_in_error(sq);
+}
+
 // ---- queue pairs --------------------------------------------------------------------
 
 static qp *alloc_qp()
@@ -144,11 +151,15 @@ static void free_qp(qp *q)
 	free(q);
 }
 
-// The ibv_qp_init_attr_ex parts we support (ibv_wr_* is a later task).
+// The ibv_qp_init_attr_ex parts we support.
 static constexpr uint32_t kQpInitCompMask = IBV_QP_INIT_ATTR_PD |
 					    IBV_QP_INIT_ATTR_CREATE_FLAGS |
 					    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 
+// Like rxe and mlx5 in rdma-core 44, everything we cannot do is
+// EOPNOTSUPP: other comp_mask bits, create flags, QP types, and
+// send_ops_flags with an unknown bit or an opcode the QP type does not
+// carry (supported_send_ops()).
 static int check_qp_init(const struct ibv_qp_init_attr_ex *attr)
 {
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
@@ -158,9 +169,6 @@ static int check_qp_init(const struct ibv_qp_init_attr_ex *attr)
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 	    attr->create_flags)
 		return EOPNOTSUPP;
-	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	    attr->send_ops_flags)
-		return EOPNOTSUPP;
 	switch (attr->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
@@ -169,6 +177,9 @@ static int check_qp_init(const struct ibv_qp_init_attr_ex *attr)
 	default:
 		return EOPNOTSUPP;
 	}
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (attr->send_ops_flags & ~supported_send_ops(attr->qp_type)))
+		return EOPNOTSUPP;
 	if (!attr->send_cq || !attr->recv_cq)
 		return EINVAL;
 	return 0;
@@ -257,6 +268,9 @@ struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
 		errno = ret;
 		return nullptr;
 	}
+	// After the command: libibverbs has reset vqp.comp_mask in it.
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		init_qp_ex(q, attr->send_ops_flags);
 	return &q->vqp.qp;
 }
 
@@ -338,7 +352,7 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		*bad_wr = wr;
 	if (n) {
 		q->sq.publish(n);
-		kick = q->sq.needs_kick() || ring_in_error(q->sq);
+		kick = sq_wants_doorbell(q->sq);
 	}
 	pthread_spin_unlock(&q->sq_lock);
 

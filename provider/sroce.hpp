@@ -88,10 +88,26 @@ struct mr {
 };
 static_assert(offsetof(mr, vmr) == 0);
 
+// The ibv_wr_* batch of a QP created with send_ops_flags (qp_ex.cpp):
+// what ibv_wr_start began and ibv_wr_complete publishes.  Only touched
+// under the QP's sq_lock, which the batch holds from wr_start on.
+struct wr_batch {
+	send_wqe_builder wqe;		// the WR being built: SQ slot n - 1
+	uint32_t room;			// free SQ slots (re-read when reached)
+	uint32_t n;			// WQEs begun since wr_start
+	int err;			// first error of the batch, 0 if none
+	bool open;			// wqe is begun and not yet finished
+	bool need_ud;			// open WR on a UD QP lacks wr_set_ud_addr
+	bool inline_sges;		// wr_flags had IBV_SEND_INLINE: the SGE
+					// setters copy the bytes inline
+};
+
 // A queue pair: the SQ and (without an SRQ) the RQ are rings we produce
 // into and the kernel consumes (uapi/sroce-abi.h).  sq_lock guards the
-// SQ producer side (sq, its shadow prod), rq_lock the RQ's; both are
-// spinlocks held only while WQEs are written, never across a system call.
+// SQ producer side (sq, its shadow prod, wr), rq_lock the RQ's; both
+// are spinlocks held while WQEs are written and never across a system
+// call - ibv_post_send holds sq_lock for one call, the ibv_wr_* API from
+// ibv_wr_start to ibv_wr_complete / ibv_wr_abort.
 struct qp {
 	struct verbs_qp vqp;		// ibv_qp / ibv_qp_ex; must be first
 	pthread_spinlock_t sq_lock;
@@ -106,6 +122,11 @@ struct qp {
 	size_t rq_map_len;
 	uint32_t qpn;			// sroce_create_qp_resp.qpn
 	bool has_srq;
+	// ibv_qp_ex: the opcodes send_ops_flags enabled (wr_bit() of each
+	// ibv_wr_opcode: IBV_QP_EX_WITH_<op> == wr_bit(IBV_WR_<op>)), 0 for
+	// a QP that is not an ibv_qp_ex, and the batch in progress.
+	uint32_t send_ops;
+	wr_batch wr;
 };
 static_assert(offsetof(qp, vqp) == 0);
 
@@ -141,6 +162,11 @@ static inline ah *to_sah(struct ibv_ah *ibah)
 static inline qp *to_sqp(struct ibv_qp *ibqp)
 {
 	return reinterpret_cast<qp *>(ibqp);	// vqp.qp at offset 0
+}
+
+static inline qp *to_sqp(struct ibv_qp_ex *ibqp)
+{
+	return reinterpret_cast<qp *>(ibqp);	// vqp.qp_ex at offset 0
 }
 
 static inline srq *to_ssrq(struct ibv_srq *ibsrq)
@@ -300,6 +326,22 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	      struct ibv_send_wr **bad_wr);
 int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	      struct ibv_recv_wr **bad_wr);
+
+// After WQEs were published on the SQ (sq_lock held): does the kernel
+// want the doorbell (NEED_KICK, or the queue is in ERROR and must flush
+// them)?  Then send_doorbell(), outside the lock.
+bool sq_wants_doorbell(const producer_ring &sq);
+int send_doorbell(struct ibv_qp *ibqp);
+
+// ---- the ibv_wr_* API (qp_ex.cpp) ------------------------------------------------
+
+// The send_ops_flags a QP type accepts (IBV_QP_EX_WITH_*); others are
+// EOPNOTSUPP at creation.
+uint64_t supported_send_ops(enum ibv_qp_type qp_type);
+// Make a created QP an ibv_qp_ex: install every wr_* callback, enable
+// the opcodes of send_ops_flags (already checked against
+// supported_send_ops), set VERBS_QP_EX.
+void init_qp_ex(qp *q, uint64_t send_ops_flags);
 
 struct ibv_srq *create_srq(struct ibv_pd *ibpd,
 			   struct ibv_srq_init_attr *attr);

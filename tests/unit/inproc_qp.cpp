@@ -163,8 +163,9 @@ TEST_F(Qp, UnsupportedCreateAttributesNeverReachTheKernel)
 	a.cap.max_recv_wr = 4;
 	a.pd = pd_;
 	mark();
+	// (inproc_qp_ex.cpp checks every send_ops_flags bit per QP type.)
 	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO;
 	errno = 0;
 	EXPECT_FALSE(ibv_create_qp_ex(ctx_, &a));
 	EXPECT_EQ(errno, EOPNOTSUPP);
