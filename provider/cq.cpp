@@ -15,7 +15,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <new>
+#include <type_traits>
 
 #include "cqe.hpp"
 #include "ring.hpp"
@@ -140,6 +142,34 @@ int poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 // rdma-core 44 unlocks in next_poll on ENOENT and again in end_poll, and
 // advances past prod in end_poll; here a consumed CQE is never current,
 // so nothing is consumed twice or unlocked twice.)
+//
+// cq::poller names the thread whose batch holds the lock.  next_poll and
+// end_poll from any other thread - or from this one after its start_poll
+// failed - find no batch of their own: next_poll returns EINVAL, end_poll
+// returns, neither touches the lock, the ring or the current CQE.  So the
+// forbidden end_poll after a failed start_poll is harmless too, even
+// while another thread is polling.
+
+// pthread_self() is never 0, so 0 means "no batch".
+static_assert(std::is_integral_v<pthread_t> || std::is_pointer_v<pthread_t>,
+	      "cq::poller is compared and stored as a scalar");
+
+static inline pthread_t poller_of(const cq *c)
+{
+	return std::atomic_ref<pthread_t>(const_cast<cq *>(c)->poller)
+		.load(std::memory_order_relaxed);
+}
+
+static inline void set_poller(cq *c, pthread_t t)
+{
+	std::atomic_ref<pthread_t>(c->poller).store(t, std::memory_order_relaxed);
+}
+
+// Does the calling thread hold this CQ's batch?
+static inline bool in_own_batch(const cq *c)
+{
+	return pthread_equal(poller_of(c), pthread_self());
+}
 
 static inline void set_current(cq *c)
 {
@@ -173,6 +203,7 @@ static int cq_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 		return ENOENT;
 	}
 	set_current(c);
+	set_poller(c, pthread_self());
 	return 0;
 }
 
@@ -180,6 +211,8 @@ static int cq_next_poll(struct ibv_cq_ex *ibcq)
 {
 	cq *c = to_scq(ibcq);
 
+	if (__builtin_expect(!in_own_batch(c), 0))
+		return EINVAL;
 	consume_current(c);
 	if (!c->ring.available())
 		return ENOENT;
@@ -191,7 +224,10 @@ static void cq_end_poll(struct ibv_cq_ex *ibcq)
 {
 	cq *c = to_scq(ibcq);
 
+	if (__builtin_expect(!in_own_batch(c), 0))
+		return;
 	consume_current(c);
+	set_poller(c, pthread_t{});
 	pthread_spin_unlock(&c->lock);
 }
 

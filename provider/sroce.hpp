@@ -73,6 +73,13 @@ struct cq {
 	consumer_ring ring;		// detached when there is no mapping
 	// cq_ex: the CQE start_poll/next_poll made current, else kNoCqe.
 	const struct sroce_cqe *cur;
+	// cq_ex: the thread between a successful start_poll and its
+	// end_poll, else 0.  Written under lock, read without it (relaxed)
+	// by next_poll/end_poll: a call from a thread without a batch of its
+	// own - end_poll after a failed start_poll, which ibv_create_cq_ex(3)
+	// forbids and rxe turns into a double unlock and an index overrun -
+	// then finds someone else's id (or 0) and does nothing.
+	pthread_t poller;
 	void *map;			// our mmap() of the ring, or nullptr
 	size_t map_len;
 	uint32_t cqn;			// sroce_create_cq_resp.cqn

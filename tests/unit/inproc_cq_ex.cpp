@@ -149,6 +149,81 @@ TEST_F(CqEx, StartPollOnEmptyIsEnoentAndReleasesTheCq)
 	EXPECT_TRUE(lock_is_free());
 }
 
+// The man page forbids end_poll after a failed start_poll; rxe 44 then
+// unlocks an unlocked CQ and advances past prod.  Here it does nothing.
+TEST_F(CqEx, EndPollAfterFailedStartPollDoesNothing)
+{
+	ASSERT_TRUE(create(4));
+	struct ibv_poll_cq_attr attr = {};
+	ASSERT_EQ(ibv_start_poll(cq_, &attr), ENOENT);
+	ibv_end_poll(cq_);
+	EXPECT_EQ(ibv_next_poll(cq_), EINVAL);	// no batch: nothing to step
+	ibv_end_poll(cq_);
+	EXPECT_EQ(kernel_cons(), 0u);
+	EXPECT_TRUE(lock_is_free());
+	ASSERT_EQ(push(1), 0);
+	ASSERT_EQ(push(2), 0);
+	ASSERT_EQ(ibv_start_poll(cq_, &attr), 0);
+	EXPECT_EQ(cq_->wr_id, 1u);
+	ibv_end_poll(cq_);
+	ibv_end_poll(cq_);	// a second end_poll: nothing more consumed
+	EXPECT_EQ(kernel_cons(), 1u);
+	ASSERT_EQ(ibv_start_poll(cq_, &attr), 0);
+	EXPECT_EQ(cq_->wr_id, 2u);
+	ibv_end_poll(cq_);
+	EXPECT_EQ(kernel_cons(), 2u);
+	EXPECT_EQ(ibv_start_poll(cq_, &attr), ENOENT);
+	EXPECT_TRUE(lock_is_free());
+}
+
+// The same stray end_poll (or next_poll) while another thread is in a
+// batch must neither release that thread's lock nor consume its CQE.
+TEST_F(CqEx, StrayEndPollCannotEndAnotherThreadsBatch)
+{
+	ASSERT_TRUE(create(8));
+	for (uint64_t i = 1; i <= 3; i++)
+		ASSERT_EQ(push(i), 0);
+	// Shared with the other thread by value: it may outlive a failed test.
+	struct shared {
+		std::atomic<int> step{0};
+		std::atomic<uint64_t> first{0}, second{0};
+	};
+	auto sh = std::make_shared<shared>();
+	struct ibv_cq_ex *cq = cq_;
+	auto batch = start_detached([sh, cq] {
+		struct ibv_poll_cq_attr attr = {};
+		if (ibv_start_poll(cq, &attr)) {
+			sh->step = -1;
+			return;
+		}
+		sh->first = cq->wr_id;
+		sh->step = 1;
+		while (sh->step.load() != 2)
+			std::this_thread::yield();
+		if (ibv_next_poll(cq) == 0)
+			sh->second = cq->wr_id;
+		ibv_end_poll(cq);
+	});
+	while (sh->step.load() == 0)
+		std::this_thread::yield();
+	ASSERT_EQ(sh->step.load(), 1);
+	EXPECT_EQ(sh->first.load(), 1u);
+
+	// This thread has no batch: its end_poll and next_poll are no-ops.
+	ibv_end_poll(cq_);
+	EXPECT_EQ(ibv_next_poll(cq_), EINVAL);
+	EXPECT_EQ(kernel_cons(), 0u);		// CQE 1 is still the other's
+	auto waiter = start_poller();
+	EXPECT_FALSE(wait_flag(waiter, 100));	// and so is the lock
+
+	sh->step = 2;
+	ASSERT_TRUE(wait_flag(batch, 2000));
+	EXPECT_EQ(sh->second.load(), 2u);	// nothing skipped
+	EXPECT_EQ(kernel_cons(), 2u);
+	EXPECT_TRUE(wait_flag(waiter, 2000));
+	EXPECT_TRUE(lock_is_free());
+}
+
 TEST_F(CqEx, StartPollRejectsUnknownAttrWithoutHoldingTheCq)
 {
 	ASSERT_TRUE(create(4));
