@@ -14,10 +14,12 @@
 #include <linux/netdevice.h>
 #include <linux/percpu.h>
 #include <linux/xarray.h>
+#include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 
 #include "sroce-abi.h"
 #include "sroce_queue.h"
+#include "sroce_task.h"
 
 #define SROCE_DRV_NAME		"sroce"
 #define SROCE_LINK_TYPE		"sroce"
@@ -60,6 +62,24 @@ enum sroce_counter {
 	SROCE_CNT_DOORBELLS,
 	SROCE_CNT_BAD_WQE,
 	SROCE_CNT_BAD_RING,
+	SROCE_CNT_RX_DROP_MALFORMED,	/* headers, lengths, opcode, P_Key */
+	SROCE_CNT_RX_DROP_ICRC,
+	SROCE_CNT_RX_DROP_STATE,	/* QP not in a state to take it */
+	SROCE_CNT_TX_PACKETS,
+	SROCE_CNT_TX_BYTES,
+	SROCE_CNT_TX_ERRORS,		/* no route, no memory */
+	SROCE_CNT_RETRANSMIT_TIMEOUTS,
+	SROCE_CNT_RETRANSMIT_PACKETS,
+	SROCE_CNT_SEQ_NAK_SENT,
+	SROCE_CNT_SEQ_NAK_RCVD,
+	SROCE_CNT_RNR_NAK_SENT,
+	SROCE_CNT_RNR_NAK_RCVD,
+	SROCE_CNT_ERR_NAK_SENT,		/* invalid request, access, op error */
+	SROCE_CNT_ERR_NAK_RCVD,
+	SROCE_CNT_DUP_REQUESTS,
+	SROCE_CNT_ACKS_SENT,
+	SROCE_CNT_RETRY_EXCEEDED,
+	SROCE_CNT_RESP_DROP,		/* stale or out-of-window responses */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -68,6 +88,7 @@ struct sroce_counters {
 };
 
 struct sroce_netns;
+struct sroce_pkt;
 
 struct sroce_dev {
 	struct ib_device ibdev;		/* must stay first: ib_alloc_device */
@@ -215,17 +236,123 @@ struct sroce_qp_attr {
 	u8 en_sqd_async_notify;
 };
 
+/*
+ * Send side, per SQ slot, kernel-private: what the requester decided
+ * about the WQE it copied from the slot (sroce_req.c, sroce_comp.c).
+ */
+struct sroce_send_meta {
+	u32 first_psn;
+	u32 last_psn;			/* READ: of the last response */
+	u32 length;			/* payload bytes */
+	u32 resp_off;			/* READ: response bytes placed */
+	u8 status;			/* IB_WC_*: failed before the wire */
+	u8 done;			/* completes when it reaches the head */
+	u8 rd_atomic;			/* READ or atomic */
+	u8 await_replay;		/* READ re-requested: ignore gaps */
+};
+
+/* Requester state: owned by the requester task, no lock. */
+struct sroce_req {
+	u32 fetched;			/* WQEs copied and checked */
+	u32 index;			/* next WQE to transmit */
+	u32 offset;			/* bytes of it already sent */
+	u32 psn;			/* next PSN */
+	u32 sent;			/* WQEs published (= comp.sent) */
+	u32 resend_until;		/* PSNs before this are resends */
+	u32 noack;			/* packets since the last AckReq */
+	bool stopped;			/* an error WQE was reached */
+};
+
+/* Completer state shared with the requester (under qp->sq_lock). */
+struct sroce_comp {
+	u32 sent;			/* WQEs started: [cons, sent) */
+	u32 max_psn;			/* one past the last PSN handed out */
+	u32 una;			/* oldest unacknowledged PSN */
+	u32 rd_atomic;			/* READs/atomics in flight */
+	u8 retry_left;
+	u8 rnr_left;
+	bool rewind;			/* requester goes back to: */
+	bool error;			/* an error completion was posted */
+	u32 rewind_index;
+	u32 rewind_psn;
+	unsigned long rnr_until;	/* jiffies: RNR NAK back-off */
+};
+
+/* A READ or atomic the responder executed: replayed for duplicates. */
+struct sroce_resp_res {
+	u8 type;			/* 0 (free), SROCE_M_READ, _ATOMIC */
+	u32 first_psn;
+	u32 last_psn;
+	u64 va;
+	u32 rkey;
+	u32 length;
+	u64 orig;			/* atomic: the value returned */
+};
+
+/* What the responder's transmit task sends, in order. */
+struct sroce_resp_tx {
+	u8 type;			/* SROCE_RTX_* */
+	u8 syndrome;			/* ACK/NAK */
+	u16 res;			/* READ/atomic: resource index */
+	u32 psn;			/* ACK/NAK: its PSN; READ: next */
+	u32 msn;
+	u32 off;			/* READ: bytes already sent */
+};
+
+enum sroce_rtx_type {
+	SROCE_RTX_ACK = 1,
+	SROCE_RTX_READ,
+	SROCE_RTX_ATOMIC,
+};
+
+enum sroce_resp_msg {
+	SROCE_RESP_IDLE,		/* between messages */
+	SROCE_RESP_SEND,		/* a multi-packet SEND is arriving */
+	SROCE_RESP_WRITE,		/* a multi-packet WRITE is arriving */
+	SROCE_RESP_DROP,		/* UC: rest of a broken message */
+};
+
+/* Responder state (under qp->resp_lock). */
+struct sroce_resp {
+	u32 psn;			/* expected PSN */
+	u32 msn;
+	enum sroce_resp_msg msg;
+	u8 msg_class;			/* SROCE_M_SEND / _WRITE in progress */
+	bool nak_sent;			/* sequence NAK sent for psn */
+	/* the receive WQE a SEND fills */
+	bool have_rwqe;
+	u64 wr_id;
+	u32 num_sge;
+	struct sroce_sge *sge;		/* max_recv_sge (or the SRQ's) */
+	u32 offset;			/* bytes received */
+	/* the WRITE being placed */
+	u64 va;
+	u32 rkey;
+	u32 resid;
+	u32 write_len;
+	/* READ/atomic resources and the transmit queue */
+	struct sroce_resp_res *res;
+	u32 nres;
+	u32 res_next;
+	struct sroce_resp_tx *txq;
+	u32 txq_size;
+	u32 tx_head;			/* next to send */
+	u32 tx_tail;			/* next free */
+};
+
 struct sroce_qp {
 	struct ib_qp ibqp;
 	spinlock_t state_lock;		/* see sroce_qp.c for the locks */
 	spinlock_t sq_lock;
 	spinlock_t rq_lock;
 	spinlock_t post_lock;
+	spinlock_t resp_lock;
 	enum ib_qp_state state;
 	struct sroce_qp_attr attr;
 	struct sroce_queue sq;		/* send WQEs: the user produces */
 	struct sroce_queue rq;		/* receive WQEs */
-	u32 sq_checked;			/* SQ WQEs validated: [cons, checked) */
+	u8 *sq_copy;			/* private WQE copies, SQ geometry */
+	struct sroce_send_meta *sq_meta;
 	struct sroce_cq *scq;
 	struct sroce_cq *rcq;
 	struct sroce_srq *srq;		/* receives come from here if set */
@@ -233,8 +360,24 @@ struct sroce_qp {
 	u32 max_send_sge;
 	u32 max_recv_sge;
 	u32 max_inline;
+	u32 mtu;			/* path MTU in bytes */
+	u16 src_port;			/* UDP source port of the flow */
 	bool sig_all;
 	bool is_user;
+	bool sq_flushed;		/* under sq_lock */
+	bool rq_flushed;		/* under rq_lock */
+
+	struct sroce_task req_task;
+	struct sroce_task resp_task;
+	struct sroce_req req;
+	struct sroce_comp comp;
+	struct sroce_resp resp;
+	struct timer_list retrans_timer;
+	struct timer_list rnr_timer;
+	struct dst_cache dst_cache;
+
+	refcount_t ref;			/* lookups from the wire + 1 */
+	struct completion released;
 };
 
 static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
@@ -300,6 +443,15 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, u32 key);
 void sroce_mr_put(struct sroce_mr *mr);
 bool sroce_mr_covers(const struct sroce_mr *mr, u64 addr, u64 len);
+struct sroce_mr *sroce_mr_get_checked(struct sroce_dev *sdev,
+				      struct ib_pd *pd, u32 key, u64 iova,
+				      u64 len, int access);
+int sroce_mr_copy(const struct sroce_mr *mr, u64 iova, void *buf, u32 len,
+		  bool to_mr);
+int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
+		      const struct sk_buff *skb, u32 off, u32 len);
+int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
+		    u64 compare, u64 swap_add, u64 *orig);
 
 /* sroce_cq.c */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -321,6 +473,8 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
 bool sroce_srq_consumed(struct sroce_srq *srq, u32 left);
+int sroce_srq_take(struct sroce_srq *srq, u64 *wr_id, struct sroce_sge *sge,
+		   u32 *num_sge);
 void sroce_srq_limit_event(struct sroce_srq *srq);
 
 /* sroce_qp.c */
@@ -337,12 +491,50 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 void sroce_qp_error(struct sroce_qp *qp, bool fatal);
 struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn);
+struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
+void sroce_qp_put(struct sroce_qp *qp);
+enum ib_qp_state sroce_qp_state(struct sroce_qp *qp);
+void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
+void sroce_qp_retire_send(struct sroce_qp *qp, u8 status);
+u8 sroce_wc_opcode(u8 wr_opcode);
+
+/* sroce_req.c */
+void sroce_req_init(struct sroce_qp *qp);
+void sroce_req_start(struct sroce_qp *qp);
+bool sroce_req_pass(struct sroce_task *task);
+
+/* sroce_comp.c */
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    struct sroce_pkt *pkt);
+void sroce_comp_retrans_timer(struct timer_list *t);
+void sroce_comp_rnr_timer(struct timer_list *t);
+bool sroce_comp_retire(struct sroce_qp *qp);
+void sroce_comp_arm_timer(struct sroce_qp *qp);
+
+/* sroce_resp.c */
+int sroce_resp_init(struct sroce_qp *qp, u32 max_sge);
+void sroce_resp_free(struct sroce_qp *qp);
+int sroce_resp_set_rd_atomic(struct sroce_qp *qp, u32 n);
+void sroce_resp_reset(struct sroce_qp *qp);
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    struct sroce_pkt *pkt);
+bool sroce_resp_tx_pass(struct sroce_task *task);
 
 /* sroce_queue.c */
 int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void sroce_mmap_free(struct rdma_user_mmap_entry *rentry);
 
+/* sroce_icrc.c */
+void sroce_icrc_init(void);
+u32 sroce_icrc(struct sk_buff *skb, const void *l3, bool ipv6, const u8 *bth,
+	       unsigned int hdr_len, unsigned int payload_off,
+	       unsigned int payload_len);
+
 /* sroce_net.c */
+struct sk_buff *sroce_skb_alloc(struct sroce_dev *sdev, unsigned int len);
+int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
+		   struct dst_cache *cache, struct sk_buff *skb,
+		   unsigned int hdr_len, u16 sport);
 int sroce_net_init(void);
 void sroce_net_exit(void);
 int sroce_net_attach(struct sroce_dev *sdev);

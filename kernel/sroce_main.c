@@ -180,19 +180,27 @@ static int __init sroce_module_init(void)
 {
 	int err;
 
-	err = sroce_net_init();
+	sroce_icrc_init();
+	err = sroce_task_wq_init();
 	if (err)
 		return err;
+	err = sroce_net_init();
+	if (err)
+		goto err_wq;
 
 	err = register_netdevice_notifier(&sroce_netdev_notifier);
-	if (err) {
-		sroce_net_exit();
-		return err;
-	}
+	if (err)
+		goto err_net;
 
 	rdma_link_register(&sroce_link_ops);
 	pr_debug("%s: loaded\n", SROCE_DRV_NAME);
 	return 0;
+
+err_net:
+	sroce_net_exit();
+err_wq:
+	sroce_task_wq_exit();
+	return err;
 }
 
 static void __exit sroce_module_exit(void)
@@ -201,6 +209,7 @@ static void __exit sroce_module_exit(void)
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
 	sroce_unregister_all();
 	sroce_net_exit();
+	sroce_task_wq_exit();
 	pr_debug("%s: unloaded\n", SROCE_DRV_NAME);
 }
 

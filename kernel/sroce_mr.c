@@ -279,3 +279,155 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	sroce_mr_destroy(to_sdev(ibmr->device), to_smr(ibmr));
 	return 0;
 }
+
+/* Data access ------------------------------------------------------- */
+
+/*
+ * The kernel address of the byte of @mr at @iova and how many bytes from
+ * there are contiguous (to the end of its page). The caller checked the
+ * range with sroce_mr_covers().
+ */
+static void *sroce_mr_addr(const struct sroce_mr *mr, u64 iova, u32 *room)
+{
+	u64 pos, idx;
+	u32 shift;
+
+	switch (mr->type) {
+	case SROCE_MR_DMA:
+		*room = U32_MAX;
+		return (void *)(uintptr_t)iova;
+	case SROCE_MR_USER:
+		pos = iova - mr->iova + mr->offset;
+		idx = pos >> PAGE_SHIFT;
+		if (WARN_ON_ONCE(idx >= mr->npages))
+			return NULL;
+		*room = PAGE_SIZE - (pos & ~PAGE_MASK);
+		return page_address(mr->pages[idx]) + (pos & ~PAGE_MASK);
+	case SROCE_MR_FAST:
+		shift = ilog2(mr->ibmr.page_size);
+		idx = (iova >> shift) - (mr->iova >> shift);
+		if (WARN_ON_ONCE(idx >= mr->nmapped))
+			return NULL;
+		*room = mr->ibmr.page_size - (iova & (mr->ibmr.page_size - 1));
+		return (void *)(uintptr_t)(mr->page_list[idx] +
+					   (iova & (mr->ibmr.page_size - 1)));
+	}
+	return NULL;
+}
+
+/**
+ * sroce_mr_copy - copy between @mr at @iova and a kernel buffer
+ * @mr: a region whose range the caller checked
+ * @iova: first byte in the region
+ * @buf: the kernel buffer
+ * @len: bytes
+ * @to_mr: direction
+ *
+ * Return: 0, or -EFAULT if the region's backing is gone.
+ */
+int sroce_mr_copy(const struct sroce_mr *mr, u64 iova, void *buf, u32 len,
+		  bool to_mr)
+{
+	while (len) {
+		u32 room, n;
+		void *addr = sroce_mr_addr(mr, iova, &room);
+
+		if (!addr)
+			return -EFAULT;
+		n = min(len, room);
+		if (to_mr)
+			memcpy(addr, buf, n);
+		else
+			memcpy(buf, addr, n);
+		buf += n;
+		iova += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/**
+ * sroce_mr_copy_skb - copy @len bytes of @skb from @off into @mr at @iova
+ * @mr: a region whose range the caller checked
+ * @iova: first byte in the region
+ * @skb: the packet (any layout)
+ * @off: offset in @skb
+ * @len: bytes
+ *
+ * Return: 0 or a negative errno.
+ */
+int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
+		      const struct sk_buff *skb, u32 off, u32 len)
+{
+	while (len) {
+		u32 room, n;
+		void *addr = sroce_mr_addr(mr, iova, &room);
+
+		if (!addr)
+			return -EFAULT;
+		n = min(len, room);
+		if (skb_copy_bits(skb, off, addr, n))
+			return -EFAULT;
+		off += n;
+		iova += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/**
+ * sroce_mr_atomic - execute an 8-byte atomic on @mr at @iova
+ * @mr: a region whose range the caller checked; @iova is 8-byte aligned
+ * @iova: the target
+ * @cmp_swap: compare-and-swap (else fetch-and-add)
+ * @compare: CMP_SWAP's compare value
+ * @swap_add: CMP_SWAP's swap value or FETCH_ADD's addend
+ * @orig: the value before the operation
+ *
+ * The CPU's atomics make this atomic against every other sroce atomic and
+ * against the local CPU's own accesses to the same memory.
+ *
+ * Return: 0 or -EFAULT.
+ */
+int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
+		    u64 compare, u64 swap_add, u64 *orig)
+{
+	u32 room;
+	atomic64_t *p = sroce_mr_addr(mr, iova, &room);
+
+	if (!p || room < sizeof(u64))
+		return -EFAULT;
+	if (cmp_swap)
+		*orig = atomic64_cmpxchg(p, compare, swap_add);
+	else
+		*orig = atomic64_fetch_add(swap_add, p);
+	return 0;
+}
+
+/**
+ * sroce_mr_get_checked - find the MR @key names, for an access to
+ *	[@iova, @iova + @len) needing @access, in @pd
+ * @sdev: the device
+ * @pd: the PD the access is made in
+ * @key: an lkey or rkey
+ * @iova: first byte
+ * @len: bytes
+ * @access: IB_ACCESS_* every one of which the MR must grant (0: local read)
+ *
+ * Return: the MR with a reference (sroce_mr_put()), or NULL.
+ */
+struct sroce_mr *sroce_mr_get_checked(struct sroce_dev *sdev,
+				      struct ib_pd *pd, u32 key, u64 iova,
+				      u64 len, int access)
+{
+	struct sroce_mr *mr = sroce_mr_get(sdev, key);
+
+	if (!mr)
+		return NULL;
+	if (mr->ibmr.pd != pd || (mr->access & access) != access ||
+	    !sroce_mr_covers(mr, iova, len)) {
+		sroce_mr_put(mr);
+		return NULL;
+	}
+	return mr;
+}

@@ -2,7 +2,11 @@
 /*
  * sroce: the network side — one pair of RoCEv2 UDP sockets (IPv4 and
  * IPv6, port 4791) per network namespace, shared by the sroce devices
- * whose netdevs live there, and the receive entry point.
+ * whose netdevs live there; receive (parse, ICRC, QP lookup, hand to the
+ * responder or completer) and transmit (route, UDP/IP headers, ICRC).
+ *
+ * Receive runs in the UDP socket's softirq; transmit in whatever context
+ * the sending engine runs (both may run anywhere, neither sleeps).
  *
  * Keeping the sockets in the netdev's own namespace is what lets sroce
  * work inside any namespace and sit beside rdma_rxe, which binds 4791 in
@@ -20,12 +24,21 @@
  *    the exit waits until the last device has let go of the sockets.
  */
 
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/module.h>
+#include <linux/udp.h>
+#include <net/dst_cache.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
+#include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 #include <net/udp_tunnel.h>
 
 #include "sroce.h"
+#include "sroce_pkt.h"
 
 struct sroce_netns {
 	struct mutex lock;		/* users, dead, sock4, sock6 */
@@ -38,6 +51,92 @@ struct sroce_netns {
 };
 
 static unsigned int sroce_net_id __read_mostly;
+
+/* Receive ------------------------------------------------------------ */
+
+static void sroce_rcv_drop(struct sroce_dev *sdev, struct sk_buff *skb,
+			   enum sroce_counter why)
+{
+	sroce_count(sdev, why, 1);
+	kfree_skb(skb);
+}
+
+/*
+ * The IP header of a received packet, if it is one sroce takes: IPv4
+ * without options, or IPv6 with UDP as the next header (no extension
+ * headers), so that the ICRC's masked pseudo-header is well defined.
+ */
+static const void *sroce_rcv_l3(struct sk_buff *skb, bool *ipv6)
+{
+	const struct iphdr *iph = ip_hdr(skb);
+
+	if (iph->version == 4) {
+		*ipv6 = false;
+		return iph->ihl == 5 ? iph : NULL;
+	}
+	if (iph->version == 6 && ipv6_hdr(skb)->nexthdr == IPPROTO_UDP) {
+		*ipv6 = true;
+		return ipv6_hdr(skb);
+	}
+	return NULL;
+}
+
+/*
+ * Parse and check one datagram (skb->data at its UDP header) up to the
+ * point where a QP takes it: lengths, headers, ICRC, P_Key, QPN.
+ */
+static void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
+{
+	const unsigned int udp = sizeof(struct udphdr);
+	struct sroce_pkt pkt;
+	unsigned int ulen, hdr_len;
+	struct sroce_qp *qp;
+	const void *l3;
+	__le32 wire, *wirep;
+	bool ipv6;
+
+	if (!pskb_may_pull(skb, udp + SROCE_BTH_BYTES))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	ulen = ntohs(udp_hdr(skb)->len);
+	if (ulen < udp + SROCE_BTH_BYTES + SROCE_ICRC_BYTES ||
+	    ulen > skb->len || pskb_trim(skb, ulen))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	hdr_len = sroce_opcode_table[skb->data[udp]].hdr_len;
+	if (!hdr_len || !pskb_may_pull(skb, udp + hdr_len))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	if (sroce_hdr_parse(skb->data + udp, ulen - udp, &pkt))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	l3 = sroce_rcv_l3(skb, &ipv6);
+	if (!l3)
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+
+	wirep = skb_header_pointer(skb, ulen - SROCE_ICRC_BYTES,
+				   sizeof(wire), &wire);
+	if (!wirep ||
+	    le32_to_cpu(*wirep) != sroce_icrc(skb, l3, ipv6, skb->data + udp,
+					      hdr_len, udp + hdr_len,
+					      pkt.paylen + pkt.pad))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_ICRC);
+	pkt.payload_off = udp + hdr_len;
+
+	if ((pkt.pkey & 0x7fff) != 0x7fff)
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+
+	qp = sroce_qp_get(sdev, pkt.dqpn);
+	if (!qp)
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_NO_QP);
+	if (!(pkt.info->valid_qpt & BIT(qp->ibqp.qp_type))) {
+		sroce_qp_put(qp);
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	}
+
+	if (pkt.mask & SROCE_M_REQ)
+		sroce_resp_rcv(qp, skb, &pkt);
+	else
+		sroce_comp_rcv(qp, skb, &pkt);
+	sroce_qp_put(qp);
+	consume_skb(skb);
+}
 
 static int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
@@ -53,11 +152,230 @@ static int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 
 	sroce_count(sdev, SROCE_CNT_RX_PACKETS, 1);
 	sroce_count(sdev, SROCE_CNT_RX_BYTES, skb->len);
-
-	/* No queue pair exists yet to take the packet. */
-	sroce_count(sdev, SROCE_CNT_RX_DROP_NO_QP, 1);
-	kfree_skb(skb);
+	sroce_rcv(sdev, skb);
 	return 0;
+}
+
+/* Transmit ----------------------------------------------------------- */
+
+/**
+ * sroce_skb_alloc - a packet buffer for @len bytes of transport headers,
+ *	payload, pad and ICRC, with room in front for UDP, IP and link headers
+ * @sdev: the sending device
+ * @len: bytes from the BTH to the end of the ICRC
+ *
+ * Return: the skb with data at the BTH and @len bytes put, or NULL.
+ */
+struct sk_buff *sroce_skb_alloc(struct sroce_dev *sdev, unsigned int len)
+{
+	unsigned int head = LL_RESERVED_SPACE(sdev->ndev) +
+			    sizeof(struct ipv6hdr) + sizeof(struct udphdr);
+	struct sk_buff *skb = alloc_skb(head + len, GFP_ATOMIC);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, head);
+	skb_put(skb, len);
+	return skb;
+}
+
+static __be32 sroce_gid_ip4(const union ib_gid *gid)
+{
+	__be32 addr;
+
+	memcpy(&addr, gid->raw + 12, sizeof(addr));
+	return addr;
+}
+
+static struct dst_entry *sroce_route4(struct sroce_dev *sdev,
+				      const struct sroce_av *av,
+				      struct dst_cache *cache)
+{
+	__be32 saddr = sroce_gid_ip4(&av->sgid);
+	struct flowi4 fl = {
+		.flowi4_oif = sdev->ifindex,
+		.flowi4_proto = IPPROTO_UDP,
+		.saddr = saddr,
+		.daddr = sroce_gid_ip4(&av->dgid),
+	};
+	struct rtable *rt;
+
+	if (cache) {
+		rt = dst_cache_get_ip4(cache, &saddr);
+		if (rt)
+			return &rt->dst;
+	}
+	rt = ip_route_output_key(dev_net(sdev->ndev), &fl);
+	if (IS_ERR(rt))
+		return ERR_CAST(rt);
+	if (cache)
+		dst_cache_set_ip4(cache, &rt->dst, fl.saddr);
+	return &rt->dst;
+}
+
+static struct dst_entry *sroce_route6(struct sroce_dev *sdev,
+				      const struct sroce_av *av,
+				      struct dst_cache *cache)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	struct in6_addr saddr;
+	struct flowi6 fl6 = {
+		.flowi6_oif = sdev->ifindex,
+		.flowi6_proto = IPPROTO_UDP,
+	};
+	struct socket *sock = sdev->netns->sock6;
+	struct dst_entry *dst;
+
+	memcpy(&saddr, av->sgid.raw, sizeof(saddr));
+	if (cache) {
+		dst = dst_cache_get_ip6(cache, &saddr);
+		if (dst)
+			return dst;
+	}
+	if (!sock)
+		return ERR_PTR(-EAFNOSUPPORT);
+	fl6.saddr = saddr;
+	memcpy(&fl6.daddr, av->dgid.raw, sizeof(fl6.daddr));
+	dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(sdev->ndev), sock->sk,
+					      &fl6, NULL);
+	if (IS_ERR(dst))
+		return dst;
+	if (dst->error) {
+		int err = dst->error;
+
+		dst_release(dst);
+		return ERR_PTR(err);
+	}
+	if (cache)
+		dst_cache_set_ip6(cache, dst, &fl6.saddr);
+	return dst;
+#else
+	return ERR_PTR(-EAFNOSUPPORT);
+#endif
+}
+
+static void sroce_push_udp(struct sk_buff *skb, u16 sport)
+{
+	struct udphdr *uh;
+
+	__skb_push(skb, sizeof(*uh));
+	skb_reset_transport_header(skb);
+	uh = udp_hdr(skb);
+	uh->source = htons(sport);
+	uh->dest = htons(SROCE_ROCE_V2_PORT);
+	uh->len = htons(skb->len);
+	/* Zero: the ICRC protects the datagram (as rdma_rxe and NICs do). */
+	uh->check = 0;
+}
+
+static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av)
+{
+	struct iphdr *iph;
+
+	__skb_push(skb, sizeof(*iph));
+	skb_reset_network_header(skb);
+	iph = ip_hdr(skb);
+	iph->version = 4;
+	iph->ihl = sizeof(*iph) >> 2;
+	iph->tos = av->traffic_class;
+	iph->tot_len = htons(skb->len);
+	/* DF with ID 0 (RFC 6864): the ICRC covers the ID, so it is fixed. */
+	iph->id = 0;
+	iph->frag_off = htons(IP_DF);
+	iph->ttl = av->hop_limit ?: 64;
+	iph->protocol = IPPROTO_UDP;
+	iph->saddr = sroce_gid_ip4(&av->sgid);
+	iph->daddr = sroce_gid_ip4(&av->dgid);
+	iph->check = 0;
+	skb->protocol = htons(ETH_P_IP);
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+}
+
+static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av)
+{
+	struct ipv6hdr *ip6h;
+
+	__skb_push(skb, sizeof(*ip6h));
+	skb_reset_network_header(skb);
+	ip6h = ipv6_hdr(skb);
+	ip6_flow_hdr(ip6h, av->traffic_class, htonl(av->flow_label));
+	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
+	ip6h->nexthdr = IPPROTO_UDP;
+	ip6h->hop_limit = av->hop_limit ?: 64;
+	memcpy(&ip6h->saddr, av->sgid.raw, sizeof(ip6h->saddr));
+	memcpy(&ip6h->daddr, av->dgid.raw, sizeof(ip6h->daddr));
+	skb->protocol = htons(ETH_P_IPV6);
+	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+}
+
+/**
+ * sroce_net_xmit - put UDP and IP headers on a packet, seal it with its
+ *	ICRC and send it
+ * @sdev: the sending device
+ * @av: where it goes
+ * @cache: the route cache of the sender (a QP), or NULL
+ * @skb: from sroce_skb_alloc(), transport headers, payload and pad
+ *	written; consumed
+ * @hdr_len: bytes of transport headers
+ * @sport: UDP source port (the flow's entropy)
+ *
+ * Return: 0 or a negative errno (the packet is gone either way: a lost
+ * packet is the transport's to recover).
+ */
+int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
+		   struct dst_cache *cache, struct sk_buff *skb,
+		   unsigned int hdr_len, u16 sport)
+{
+	bool ipv6 = av->network_type == RDMA_NETWORK_IPV6;
+	unsigned int bytes = skb->len;
+	unsigned int l3_len, payload;
+	struct net *net = dev_net(sdev->ndev);
+	struct dst_entry *dst;
+	__le32 *icrc;
+	int err;
+
+	dst = ipv6 ? sroce_route6(sdev, av, cache) :
+		     sroce_route4(sdev, av, cache);
+	if (IS_ERR(dst)) {
+		err = PTR_ERR(dst);
+		goto drop;
+	}
+
+	payload = skb->len - hdr_len - SROCE_ICRC_BYTES;
+	sroce_push_udp(skb, sport);
+	if (ipv6)
+		sroce_push_ip6(skb, av);
+	else
+		sroce_push_ip4(skb, av);
+	l3_len = skb_transport_offset(skb);
+	skb_dst_set(skb, dst);
+	skb->dev = dst->dev;
+	skb->ip_summed = CHECKSUM_NONE;
+
+	icrc = (__le32 *)(skb_tail_pointer(skb) - SROCE_ICRC_BYTES);
+	*icrc = cpu_to_le32(sroce_icrc(skb, skb_network_header(skb), ipv6,
+				       skb_transport_header(skb) +
+				       sizeof(struct udphdr), hdr_len,
+				       l3_len + sizeof(struct udphdr) + hdr_len,
+				       payload));
+
+	if (ipv6)
+		err = ip6_local_out(net, NULL, skb);
+	else
+		err = ip_local_out(net, NULL, skb);
+	err = net_xmit_eval(err);
+	if (err) {
+		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+		return err;
+	}
+	sroce_count(sdev, SROCE_CNT_TX_PACKETS, 1);
+	sroce_count(sdev, SROCE_CNT_TX_BYTES, bytes);
+	return 0;
+
+drop:
+	sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+	kfree_skb(skb);
+	return err;
 }
 
 static struct socket *sroce_udp_open(struct net *net, struct sroce_netns *sn,

@@ -1,27 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * sroce: queue pairs — creation with their shared rings, the IBTA state
- * machine (modify/query), kernel posting, the user doorbell with its WQE
- * validation, and flushing.
+ * sroce: queue pairs — creation with their shared rings and transport
+ * state, the IBTA state machine (modify/query), kernel posting, the user
+ * doorbell, flushing, and the lookup the receive path uses.
  *
  * Rings: the SQ and RQ are struct sroce_queue rings (see sroce_queue.h).
  * A slot is retired (cons advanced) only when its completion is posted,
- * so the ring depth bounds the work outstanding. qp->sq_checked counts
- * the WQEs the kernel has already validated: [cons, sq_checked) are
- * accepted and wait for the requester; [sq_checked, prod) are new.
+ * so the ring depth bounds the work outstanding. The requester copies and
+ * checks WQEs into qp->sq_copy (sroce_req.c).
+ *
+ * Lifetime: the receive path finds a QP by number under RCU and holds a
+ * reference (sroce_qp_get) while it works; destroy unpublishes the
+ * number, stops the engines and timers, and waits for the references.
  *
  * Locking:
  *  - qp->state_lock (spinlock, bh) guards qp->state and the attributes
  *    modify_qp changes; the data path reads state under it.
  *  - qp->sq_lock (spinlock, irqsave) serialises the SQ consumer side:
- *    validation, retiring and flushing. qp->rq_lock the same for the RQ.
+ *    the completer, retiring and flushing. qp->rq_lock the same for the
+ *    RQ. qp->resp_lock the responder (sroce_resp.c).
  *  - qp->post_lock serialises kernel posters (the SQ/RQ producer side of
  *    kernel QPs); userspace is the producer of user QPs.
- *  Order: state_lock, then sq_lock/rq_lock, then the CQ's lock.
+ *  Order: state_lock; resp_lock, then rq_lock; sq_lock; then a CQ's lock.
  */
 
 #include <linux/etherdevice.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -41,6 +46,31 @@ struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn)
 	struct sroce_qp *qp = xa_load(&sdev->qp_xa, qpn);
 
 	return qp ? &qp->ibqp : NULL;
+}
+
+/**
+ * sroce_qp_get - find QP @qpn and take a reference on it
+ * @sdev: the device
+ * @qpn: the QP number from a packet
+ *
+ * Return: the QP (release with sroce_qp_put()), or NULL.
+ */
+struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn)
+{
+	struct sroce_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&sdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+void sroce_qp_put(struct sroce_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
 }
 
 /* Ring geometry for the capabilities asked; reports what it grants. */
@@ -109,6 +139,47 @@ static void sroce_qp_grant_caps(struct sroce_qp *qp, struct ib_qp_cap *cap)
 	cap->max_inline_data = qp->max_inline;
 }
 
+/* The requester's WQE copies and the responder's state. */
+static int sroce_qp_alloc_transport(struct sroce_qp *qp)
+{
+	int err;
+
+	qp->sq_copy = vmalloc(array_size(qp->sq.entries,
+					 1U << qp->sq.stride_shift));
+	qp->sq_meta = kvcalloc(qp->sq.entries, sizeof(*qp->sq_meta),
+			       GFP_KERNEL);
+	if (!qp->sq_copy || !qp->sq_meta) {
+		err = -ENOMEM;
+		goto err;
+	}
+	err = sroce_resp_init(qp, qp->srq ? qp->srq->max_sge :
+				  max_t(u32, qp->rq.stride_shift ?
+					((1U << qp->rq.stride_shift) -
+					 SROCE_RECV_WQE_HDR) /
+					sizeof(struct sroce_sge) : 1, 1));
+	if (err)
+		goto err;
+	err = dst_cache_init(&qp->dst_cache, GFP_KERNEL);
+	if (err) {
+		sroce_resp_free(qp);
+		goto err;
+	}
+	sroce_req_init(qp);
+	return 0;
+err:
+	vfree(qp->sq_copy);
+	kvfree(qp->sq_meta);
+	return err;
+}
+
+static void sroce_qp_free_transport(struct sroce_qp *qp)
+{
+	dst_cache_destroy(&qp->dst_cache);
+	sroce_resp_free(qp);
+	vfree(qp->sq_copy);
+	kvfree(qp->sq_meta);
+}
+
 static struct ib_ucontext *sroce_qp_ucontext(struct ib_udata *udata)
 {
 	return &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
@@ -136,7 +207,15 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
 	spin_lock_init(&qp->post_lock);
+	spin_lock_init(&qp->resp_lock);
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->released);
+	sroce_task_init(&qp->req_task, sroce_req_pass);
+	sroce_task_init(&qp->resp_task, sroce_resp_tx_pass);
+	timer_setup(&qp->retrans_timer, sroce_comp_retrans_timer, 0);
+	timer_setup(&qp->rnr_timer, sroce_comp_rnr_timer, 0);
 	qp->state = IB_QPS_RESET;
+	qp->mtu = 256;
 	qp->scq = to_scq(init->send_cq);
 	qp->rcq = to_scq(init->recv_cq);
 	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
@@ -156,6 +235,9 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		if (err)
 			goto err_sq;
 	}
+	err = sroce_qp_alloc_transport(qp);
+	if (err)
+		goto err_rq;
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qp->qpn = 1;
@@ -168,7 +250,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 	if (err < 0) {
 		err = err == -EBUSY ? -ENOMEM : err;
-		goto err_rq;
+		goto err_transport;
 	}
 	ibqp->qp_num = qp->qpn;
 	sroce_qp_grant_caps(qp, &init->cap);
@@ -196,6 +278,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 err_xa:
 	xa_erase(&sdev->qp_xa, qp->qpn);
+err_transport:
+	sroce_qp_free_transport(qp);
 err_rq:
 	sroce_queue_free(&qp->rq);
 err_sq:
@@ -204,7 +288,7 @@ err_sq:
 }
 
 /* Completion opcode for a send WQE opcode (also used for flushes). */
-static u8 sroce_wc_opcode(u8 wr_opcode)
+u8 sroce_wc_opcode(u8 wr_opcode)
 {
 	switch (wr_opcode) {
 	case SROCE_WR_RDMA_WRITE:
@@ -228,10 +312,14 @@ static u8 sroce_wc_opcode(u8 wr_opcode)
 /*
  * Retire the oldest SQ WQE with @status: post its completion (always for
  * an error, else when signalled) and free its slot. Called with sq_lock.
+ * wr_id, opcode and flags come from the slot: they only go back to the
+ * one who wrote them.
  */
-static void sroce_qp_retire_send(struct sroce_qp *qp, u8 status)
+void sroce_qp_retire_send(struct sroce_qp *qp, u8 status)
 {
 	const struct sroce_send_wqe *slot = sroce_queue_consumer_elem(&qp->sq);
+	const struct sroce_send_meta *m =
+		&qp->sq_meta[qp->sq.cons & sroce_queue_mask(&qp->sq)];
 	struct sroce_cqe cqe = {
 		.wr_id = READ_ONCE(slot->wr_id),
 		.status = status,
@@ -242,10 +330,10 @@ static void sroce_qp_retire_send(struct sroce_qp *qp, u8 status)
 	bool signaled = qp->sig_all ||
 			(READ_ONCE(slot->flags) & SROCE_WQE_F_SIGNALED);
 
+	if (status == IB_WC_SUCCESS)
+		cqe.byte_len = m->length;
 	if (status != IB_WC_SUCCESS || signaled)
 		sroce_cq_post(qp->scq, &cqe, false);
-	if (qp->sq_checked == qp->sq.cons)
-		qp->sq_checked++;
 	sroce_queue_consumer_advance(&qp->sq, 1);
 }
 
@@ -285,7 +373,9 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	n = sroce_queue_refresh_prod(&qp->sq);
 	while (n-- > 0)
 		sroce_qp_retire_send(qp, IB_WC_WR_FLUSH_ERR);
-	qp->sq_checked = qp->sq.cons;
+	/* The completer and requester stop here; RESET starts them over. */
+	qp->sq_flushed = true;
+	del_timer(&qp->retrans_timer);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 	if (qp->srq)
@@ -296,10 +386,11 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	n = sroce_queue_refresh_prod(&qp->rq);
 	while (n-- > 0)
 		sroce_qp_retire_recv(qp, IB_WC_WR_FLUSH_ERR);
+	qp->rq_flushed = true;
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
 
-static void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
+void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
 {
 	struct ib_event ev = {
 		.device = qp->ibqp.device,
@@ -331,11 +422,19 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 {
 	unsigned long flags;
 
+	/* Passes that start now see RESET; wait out those running. */
+	del_timer_sync(&qp->retrans_timer);
+	del_timer_sync(&qp->rnr_timer);
+	sroce_task_sync(&qp->req_task);
+	sroce_task_sync(&qp->resp_task);
+	sroce_resp_reset(qp);
+
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	if (sroce_queue_refresh_prod(&qp->sq) >= 0)
 		sroce_queue_consumer_advance(&qp->sq,
 					     sroce_queue_count(&qp->sq));
-	qp->sq_checked = qp->sq.cons;
+	sroce_req_init(qp);
+	qp->sq_flushed = false;
 	sroce_queue_clear_flags(&qp->sq, SROCE_RING_F_ERROR);
 	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
@@ -346,6 +445,7 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	if (sroce_queue_refresh_prod(&qp->rq) >= 0)
 		sroce_queue_consumer_advance(&qp->rq,
 					     sroce_queue_count(&qp->rq));
+	qp->rq_flushed = false;
 	sroce_queue_clear_flags(&qp->rq, SROCE_RING_F_ERROR);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
@@ -425,6 +525,30 @@ static void sroce_qp_apply_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 		a->en_sqd_async_notify = attr->en_sqd_async_notify;
 }
 
+/*
+ * What the data path derives from the attributes: the path MTU in bytes
+ * (never above the port's), the flow's UDP source port, the route cache.
+ * Called with state_lock.
+ */
+static void sroce_qp_apply_path(struct sroce_qp *qp, int mask)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	enum ib_mtu port_mtu = READ_ONCE(sdev->active_mtu);
+	enum ib_mtu mtu = port_mtu;
+
+	if (qp->ibqp.qp_type == IB_QPT_RC || qp->ibqp.qp_type == IB_QPT_UC) {
+		if (qp->attr.path_mtu)
+			mtu = min_t(enum ib_mtu, qp->attr.path_mtu, port_mtu);
+		if (mask & (IB_QP_AV | IB_QP_DEST_QPN)) {
+			qp->src_port = rdma_get_udp_sport(qp->attr.av.flow_label,
+							  qp->qpn,
+							  qp->attr.dest_qpn);
+			dst_cache_reset(&qp->dst_cache);
+		}
+	}
+	qp->mtu = ib_mtu_enum_to_int(mtu);
+}
+
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
 {
@@ -457,9 +581,15 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		if (err)
 			return err;
 	}
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
+		err = sroce_resp_set_rd_atomic(qp, attr->max_dest_rd_atomic);
+		if (err)
+			return err;
+	}
 
 	spin_lock_bh(&qp->state_lock);
 	sroce_qp_apply_attr(qp, attr, mask, &av);
+	sroce_qp_apply_path(qp, mask);
 	qp->state = next;
 	spin_unlock_bh(&qp->state_lock);
 
@@ -470,6 +600,12 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		sroce_qp_reset_rings(qp);
 	else if (next == IB_QPS_ERR)
 		sroce_qp_flush(qp);
+	else if (next == IB_QPS_RTR && cur == IB_QPS_INIT)
+		sroce_resp_reset(qp);
+	else if (next == IB_QPS_RTS && cur == IB_QPS_RTR)
+		sroce_req_start(qp);
+	if (next == IB_QPS_RTS)
+		sroce_task_run(&qp->req_task);
 	else if (next == IB_QPS_SQD && cur != IB_QPS_SQD &&
 		 qp->attr.en_sqd_async_notify)
 		/* Nothing is in flight before the transport takes WQEs. */
@@ -544,7 +680,16 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	qp->state = IB_QPS_ERR;
 	spin_unlock_bh(&qp->state_lock);
 
+	/* No new lookups, then no engine, timer or packet still at work. */
 	xa_erase(&sdev->qp_xa, qp->qpn);
+	sroce_task_stop(&qp->req_task);
+	sroce_task_stop(&qp->resp_task);
+	sroce_qp_put(qp);
+	wait_for_completion(&qp->released);
+	del_timer_sync(&qp->retrans_timer);
+	del_timer_sync(&qp->rnr_timer);
+
+	sroce_qp_free_transport(qp);
 	sroce_queue_free(&qp->sq);
 	sroce_queue_free(&qp->rq);
 	return 0;
@@ -552,131 +697,17 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 /* The doorbell and kernel posting ----------------------------------- */
 
-static bool sroce_wqe_opcode_ok(enum ib_qp_type type, u8 opcode)
-{
-	switch (opcode) {
-	case SROCE_WR_SEND:
-	case SROCE_WR_SEND_WITH_IMM:
-		return true;
-	case SROCE_WR_RDMA_WRITE:
-	case SROCE_WR_RDMA_WRITE_WITH_IMM:
-	case SROCE_WR_LOCAL_INV:
-	case SROCE_WR_BIND_MW:
-		return type == IB_QPT_RC || type == IB_QPT_UC;
-	case SROCE_WR_RDMA_READ:
-	case SROCE_WR_ATOMIC_CMP_AND_SWP:
-	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
-	case SROCE_WR_SEND_WITH_INV:
-		return type == IB_QPT_RC;
-	default:
-		return false;
-	}
-}
-
-/**
- * sroce_wqe_check - validate a private copy of a send WQE
- * @qp: the queue pair it was posted to
- * @wqe: the copy (never the shared slot: userspace may rewrite that)
- * @sge: the copy's SGEs (max_send_sge of them)
- *
- * Return: IB_WC_SUCCESS, or the completion status the WQE fails with.
- */
-static u8 sroce_wqe_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
-			  const struct sroce_sge *sge)
-{
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
-	u64 total = 0;
-	int i;
-
-	if (!sroce_wqe_opcode_ok(qp->ibqp.qp_type, wqe->opcode))
-		return IB_WC_LOC_QP_OP_ERR;
-	if (wqe->flags & ~(SROCE_WQE_F_SIGNALED | SROCE_WQE_F_SOLICITED |
-			   SROCE_WQE_F_FENCE | SROCE_WQE_F_INLINE))
-		return IB_WC_LOC_QP_OP_ERR;
-
-	if (wqe->flags & SROCE_WQE_F_INLINE)
-		return wqe->inline_len <= qp->max_inline ?
-			IB_WC_SUCCESS : IB_WC_LOC_LEN_ERR;
-
-	if (wqe->num_sge > qp->max_send_sge)
-		return IB_WC_LOC_LEN_ERR;
-	for (i = 0; i < wqe->num_sge; i++) {
-		struct sroce_mr *mr;
-
-		total += sge[i].length;
-		if (!sge[i].length)
-			continue;
-		mr = sroce_mr_get(sdev, sge[i].lkey);
-		if (!mr)
-			return IB_WC_LOC_PROT_ERR;
-		if (!sroce_mr_covers(mr, sge[i].addr, sge[i].length) ||
-		    mr->ibmr.pd != qp->ibqp.pd) {
-			sroce_mr_put(mr);
-			return IB_WC_LOC_PROT_ERR;
-		}
-		sroce_mr_put(mr);
-	}
-	if (total > (1ULL << 31))
-		return IB_WC_LOC_LEN_ERR;
-	return IB_WC_SUCCESS;
-}
-
 /*
- * Validate the WQEs userspace published since the last doorbell. A bad
- * WQE completes with its error status, the QP goes to error and the rest
- * is flushed; a corrupt producer index is fatal to the QP. Accepted WQEs
- * wait in [cons, sq_checked) for the requester.
+ * The doorbell: run the requester here, in the system call. It checks
+ * the WQEs userspace published and sends them (sroce_req.c).
  */
 static void sroce_qp_doorbell(struct sroce_qp *qp)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
-	struct sroce_sge sge[SROCE_MAX_SGE];
-	struct sroce_send_wqe wqe;
-	unsigned long flags;
-	u8 status = IB_WC_SUCCESS;
-	int n;
-
-	sroce_count(sdev, SROCE_CNT_DOORBELLS, 1);
-	spin_lock_irqsave(&qp->sq_lock, flags);
-	n = sroce_queue_refresh_prod(&qp->sq);
-	if (n < 0) {
-		spin_unlock_irqrestore(&qp->sq_lock, flags);
-		sroce_count(sdev, SROCE_CNT_BAD_RING, 1);
-		sroce_qp_error(qp, true);
-		return;
-	}
-	while (qp->sq_checked != qp->sq.prod) {
-		const u8 *slot = sroce_queue_elem(&qp->sq, qp->sq_checked);
-
-		memcpy(&wqe, slot, sizeof(wqe));
-		memcpy(sge, slot + SROCE_SEND_WQE_HDR,
-		       min_t(size_t, sizeof(sge),
-			     (1U << qp->sq.stride_shift) - SROCE_SEND_WQE_HDR));
-		status = sroce_wqe_check(qp, &wqe, sge);
-		if (status != IB_WC_SUCCESS)
-			break;
-		qp->sq_checked++;
-	}
-	if (status != IB_WC_SUCCESS) {
-		/*
-		 * Until the requester executes accepted WQEs, those before
-		 * the bad one can only be flushed ahead of its error
-		 * completion; with the requester, validation moves to its
-		 * fetch and the predecessors are already done by then.
-		 */
-		while (qp->sq.cons != qp->sq_checked)
-			sroce_qp_retire_send(qp, IB_WC_WR_FLUSH_ERR);
-		sroce_qp_retire_send(qp, status);
-	}
-	spin_unlock_irqrestore(&qp->sq_lock, flags);
-
-	if (status != IB_WC_SUCCESS) {
-		sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
-		sroce_qp_error(qp, false);
-	}
+	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DOORBELLS, 1);
+	sroce_task_run(&qp->req_task);
 }
 
-static enum ib_qp_state sroce_qp_state(struct sroce_qp *qp)
+enum ib_qp_state sroce_qp_state(struct sroce_qp *qp)
 {
 	enum ib_qp_state state;
 

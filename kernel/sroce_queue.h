@@ -136,14 +136,20 @@ static inline void sroce_queue_producer_publish(struct sroce_queue *q, u32 n)
 	smp_store_release(&q->hdr->prod, q->prod);
 }
 
+/*
+ * The flags word has several kernel writers (the requester's NEED_KICK,
+ * the flush's ERROR), so it changes only through atomic read-modify-write.
+ */
 static inline void sroce_queue_set_flags(struct sroce_queue *q, u32 flags)
 {
-	WRITE_ONCE(q->hdr->flags, READ_ONCE(q->hdr->flags) | flags);
+	if ((READ_ONCE(q->hdr->flags) & flags) != flags)
+		atomic_or(flags, (atomic_t *)&q->hdr->flags);
 }
 
 static inline void sroce_queue_clear_flags(struct sroce_queue *q, u32 flags)
 {
-	WRITE_ONCE(q->hdr->flags, READ_ONCE(q->hdr->flags) & ~flags);
+	if (READ_ONCE(q->hdr->flags) & flags)
+		atomic_andnot(flags, (atomic_t *)&q->hdr->flags);
 }
 
 #endif /* SROCE_QUEUE_H */

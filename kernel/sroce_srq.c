@@ -167,3 +167,48 @@ int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	spin_unlock_irqrestore(&srq->post_lock, flags);
 	return err;
 }
+
+/**
+ * sroce_srq_take - take the oldest receive WQE of @srq for a responder
+ * @srq: the shared receive queue
+ * @wr_id: its wr_id
+ * @sge: room for srq->max_sge SGEs
+ * @num_sge: how many it has
+ *
+ * The WQE is copied out and its slot freed at once: an SRQ's WQEs are
+ * taken by many QPs and complete in no particular order.
+ *
+ * Return: 1 with a WQE, 0 if the SRQ is empty, -EINVAL if its producer
+ * index or the WQE is corrupt.
+ */
+int sroce_srq_take(struct sroce_srq *srq, u64 *wr_id, struct sroce_sge *sge,
+		   u32 *num_sge)
+{
+	const struct sroce_recv_wqe *wqe;
+	unsigned long flags;
+	bool limit = false;
+	int n;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	n = sroce_queue_refresh_prod(&srq->rq);
+	if (n <= 0) {
+		spin_unlock_irqrestore(&srq->lock, flags);
+		return n;
+	}
+	wqe = sroce_queue_consumer_elem(&srq->rq);
+	*wr_id = READ_ONCE(wqe->wr_id);
+	*num_sge = READ_ONCE(wqe->num_sge);
+	if (*num_sge > srq->max_sge) {
+		spin_unlock_irqrestore(&srq->lock, flags);
+		return -EINVAL;
+	}
+	memcpy(sge, (const u8 *)wqe + SROCE_RECV_WQE_HDR,
+	       *num_sge * sizeof(*sge));
+	sroce_queue_consumer_advance(&srq->rq, 1);
+	limit = sroce_srq_consumed(srq, n - 1);
+	spin_unlock_irqrestore(&srq->lock, flags);
+
+	if (limit)
+		sroce_srq_limit_event(srq);
+	return 1;
+}

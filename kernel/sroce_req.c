@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sroce: the requester — takes WQEs from the send queue, checks a private
+ * copy of each, gives it PSNs and sends its packets (IBTA 9.7.1-9.7.4).
+ *
+ * It runs as the QP's req_task (sroce_task.h): in the doorbell's system
+ * call, in the softirq of an ACK that opened the window, or from a timer
+ * after a retransmission timeout or an RNR back-off. While it has work it
+ * keeps the SQ's NEED_KICK flag clear, so a streaming application posts
+ * with no system call; when the SQ is empty it sets NEED_KICK, fences and
+ * looks at the producer index once more before it stops.
+ *
+ * Validation happens once, at fetch: the WQE is copied out of the shared
+ * ring into qp->sq_copy and checked there. A WQE that fails completes
+ * with its error status when it reaches the head of the queue (after its
+ * predecessors), and the QP then goes to the error state.
+ *
+ * Locking: struct sroce_req belongs to the task. What the completer sees
+ * (struct sroce_comp, the meta of published WQEs, the SQ's cons) changes
+ * under qp->sq_lock. No lock is held while a packet is sent.
+ */
+
+#include "sroce.h"
+#include "sroce_pkt.h"
+
+#define SROCE_REQ_WINDOW	512	/* unacknowledged PSNs in flight */
+#define SROCE_REQ_ACK_EVERY	32	/* packets between AckReqs */
+#define SROCE_REQ_BUDGET	64	/* packets per pass */
+#define SROCE_REQ_FETCH_MAX	64	/* WQEs checked per fetch */
+
+enum sroce_req_step {
+	SROCE_REQ_NEXT,			/* go on */
+	SROCE_REQ_WAIT,			/* window, read credits or fence */
+	SROCE_REQ_STOP,			/* error WQE: nothing more goes out */
+	SROCE_REQ_FAILED,		/* and its error completion is posted */
+};
+
+static struct sroce_send_wqe *sroce_req_copy(struct sroce_qp *qp, u32 index)
+{
+	return (struct sroce_send_wqe *)(qp->sq_copy +
+		((size_t)(index & sroce_queue_mask(&qp->sq)) <<
+		 qp->sq.stride_shift));
+}
+
+static struct sroce_send_meta *sroce_req_meta(struct sroce_qp *qp, u32 index)
+{
+	return &qp->sq_meta[index & sroce_queue_mask(&qp->sq)];
+}
+
+static bool sroce_wqe_opcode_ok(enum ib_qp_type type, u8 opcode)
+{
+	switch (opcode) {
+	case SROCE_WR_SEND:
+	case SROCE_WR_SEND_WITH_IMM:
+		return true;
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+	case SROCE_WR_LOCAL_INV:
+	case SROCE_WR_BIND_MW:
+		return type == IB_QPT_RC || type == IB_QPT_UC;
+	case SROCE_WR_RDMA_READ:
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+	case SROCE_WR_SEND_WITH_INV:
+		return type == IB_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static bool sroce_wqe_is_rd_atomic(u8 opcode)
+{
+	return opcode == SROCE_WR_RDMA_READ ||
+	       opcode == SROCE_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == SROCE_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool sroce_wqe_is_local(u8 opcode)
+{
+	return opcode == SROCE_WR_LOCAL_INV || opcode == SROCE_WR_BIND_MW;
+}
+
+static bool sroce_qp_is_ud(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/*
+ * Check the private copy of a send WQE and total its payload.
+ * Return: IB_WC_SUCCESS or the status the WQE completes with.
+ */
+static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
+			  u32 *length)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
+						     SROCE_SEND_WQE_HDR);
+	u64 total = 0;
+	int i;
+
+	*length = 0;
+	if (!sroce_wqe_opcode_ok(qp->ibqp.qp_type, wqe->opcode))
+		return IB_WC_LOC_QP_OP_ERR;
+	if (wqe->flags & ~(SROCE_WQE_F_SIGNALED | SROCE_WQE_F_SOLICITED |
+			   SROCE_WQE_F_FENCE | SROCE_WQE_F_INLINE))
+		return IB_WC_LOC_QP_OP_ERR;
+
+	if (wqe->flags & SROCE_WQE_F_INLINE) {
+		if (wqe->inline_len > qp->max_inline ||
+		    sroce_wqe_is_rd_atomic(wqe->opcode))
+			return IB_WC_LOC_LEN_ERR;
+		total = wqe->inline_len;
+	} else {
+		if (wqe->num_sge > qp->max_send_sge)
+			return IB_WC_LOC_LEN_ERR;
+		for (i = 0; i < wqe->num_sge; i++) {
+			struct sroce_mr *mr;
+
+			total += sge[i].length;
+			if (!sge[i].length)
+				continue;
+			/* READ and atomic results are written to the SGEs. */
+			mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, sge[i].lkey,
+						  sge[i].addr, sge[i].length,
+						  sroce_wqe_is_rd_atomic(wqe->opcode) ?
+						  IB_ACCESS_LOCAL_WRITE : 0);
+			if (!mr)
+				return IB_WC_LOC_PROT_ERR;
+			sroce_mr_put(mr);
+		}
+	}
+	if (total > (1ULL << 31))
+		return IB_WC_LOC_LEN_ERR;
+
+	switch (wqe->opcode) {
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+		if (total != sizeof(u64) || (wqe->wr.atomic.remote_addr & 7))
+			return IB_WC_LOC_LEN_ERR;
+		break;
+	case SROCE_WR_SEND:
+	case SROCE_WR_SEND_WITH_IMM:
+		if (sroce_qp_is_ud(qp) && total > qp->mtu)
+			return IB_WC_LOC_LEN_ERR;
+		break;
+	}
+	*length = total;
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * Copy and check the WQEs userspace published since the last fetch.
+ * Return: the number of checked WQEs not yet sent, or -EINVAL when the
+ * producer index is corrupt (the QP is then in error).
+ */
+static int sroce_req_fetch(struct sroce_qp *qp)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_req *req = &qp->req;
+	size_t stride = 1U << qp->sq.stride_shift;
+	unsigned long flags;
+	int n, max = SROCE_REQ_FETCH_MAX;
+	u32 prod;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	n = qp->sq_flushed ? 0 : sroce_queue_refresh_prod(&qp->sq);
+	prod = qp->sq.prod;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	if (n < 0) {
+		sroce_count(sdev, SROCE_CNT_BAD_RING, 1);
+		sroce_qp_error(qp, true);
+		return -EINVAL;
+	}
+
+	while (req->fetched != prod && max--) {
+		struct sroce_send_wqe *wqe = sroce_req_copy(qp, req->fetched);
+		struct sroce_send_meta *m = sroce_req_meta(qp, req->fetched);
+
+		memcpy(wqe, sroce_queue_elem(&qp->sq, req->fetched), stride);
+		memset(m, 0, sizeof(*m));
+		m->status = sroce_req_check(qp, wqe, &m->length);
+		if (m->status != IB_WC_SUCCESS)
+			sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
+		m->rd_atomic = sroce_wqe_is_rd_atomic(wqe->opcode);
+		req->fetched++;
+	}
+	return req->fetched - req->index;
+}
+
+/* Gather @len payload bytes of @wqe from byte @offset into @dst. */
+static int sroce_req_gather(struct sroce_qp *qp,
+			    const struct sroce_send_wqe *wqe, u32 offset,
+			    u8 *dst, u32 len)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
+						     SROCE_SEND_WQE_HDR);
+	int i;
+
+	if (wqe->flags & SROCE_WQE_F_INLINE) {
+		memcpy(dst, (const u8 *)sge + offset, len);
+		return 0;
+	}
+	for (i = 0; i < wqe->num_sge && len; i++) {
+		struct sroce_mr *mr;
+		u32 n;
+		int err;
+
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		n = min(len, sge[i].length - offset);
+		/* Looked up again: the MR may have gone since the fetch. */
+		mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, sge[i].lkey,
+					  sge[i].addr + offset, n, 0);
+		if (!mr)
+			return -EFAULT;
+		err = sroce_mr_copy(mr, sge[i].addr + offset, dst, n, false);
+		sroce_mr_put(mr);
+		if (err)
+			return err;
+		dst += n;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -EFAULT : 0;
+}
+
+static u8 sroce_req_opcode(const struct sroce_qp *qp, u8 wr_opcode,
+			   bool first, bool last)
+{
+	u8 t = qp->ibqp.qp_type == IB_QPT_RC ? SROCE_TRANSPORT_RC :
+	       qp->ibqp.qp_type == IB_QPT_UC ? SROCE_TRANSPORT_UC :
+					       SROCE_TRANSPORT_UD;
+	u8 op;
+
+	switch (wr_opcode) {
+	case SROCE_WR_RDMA_READ:
+		return SROCE_OP_READ_REQ;
+	case SROCE_WR_ATOMIC_CMP_AND_SWP:
+		return SROCE_OP_CMP_SWAP;
+	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
+		return SROCE_OP_FETCH_ADD;
+	case SROCE_WR_RDMA_WRITE:
+	case SROCE_WR_RDMA_WRITE_WITH_IMM:
+		if (first && last)
+			op = SROCE_OP_WRITE_ONLY;
+		else if (first)
+			return t | SROCE_OP_WRITE_FIRST;
+		else if (last)
+			op = SROCE_OP_WRITE_LAST;
+		else
+			return t | SROCE_OP_WRITE_MIDDLE;
+		/* ONLY_IMM and LAST_IMM follow ONLY and LAST */
+		return t | (op + (wr_opcode == SROCE_WR_RDMA_WRITE_WITH_IMM));
+	default:
+		if (!last)
+			return t | (first ? SROCE_OP_SEND_FIRST :
+					    SROCE_OP_SEND_MIDDLE);
+		if (wr_opcode == SROCE_WR_SEND_WITH_INV)
+			return first ? SROCE_OP_SEND_ONLY_INV :
+				       SROCE_OP_SEND_LAST_INV;
+		op = first ? SROCE_OP_SEND_ONLY : SROCE_OP_SEND_LAST;
+		return t | (op + (wr_opcode == SROCE_WR_SEND_WITH_IMM));
+	}
+}
+
+/* Packets a WQE takes: a READ's count is that of its responses. */
+static u32 sroce_req_npkts(const struct sroce_qp *qp,
+			   const struct sroce_send_wqe *wqe, u32 length)
+{
+	if (wqe->opcode == SROCE_WR_ATOMIC_CMP_AND_SWP ||
+	    wqe->opcode == SROCE_WR_ATOMIC_FETCH_AND_ADD || !length)
+		return 1;
+	return DIV_ROUND_UP(length, qp->mtu);
+}
+
+/* The address a WQE's packets go to: the QP's path, or the UD AH's. */
+static bool sroce_req_av(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
+			 struct sroce_av *av)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_av *ah_av;
+	bool ok = false;
+
+	if (!sroce_qp_is_ud(qp)) {
+		*av = qp->attr.av;
+		return true;
+	}
+	rcu_read_lock();
+	ah_av = xa_load(&sdev->ah_xa, wqe->wr.ud.ah_num);
+	if (ah_av && ah_av->pdn == to_spd(qp->ibqp.pd)->pdn) {
+		*av = *ah_av;
+		ok = true;
+	}
+	rcu_read_unlock();
+	return ok;
+}
+
+/* Build and send one packet of @wqe: @paylen bytes from @offset. */
+static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
+			  const struct sroce_av *av, struct sroce_pkt *pkt,
+			  u32 offset, u32 paylen)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	unsigned int hdr_len = sroce_opcode_table[pkt->opcode].hdr_len;
+	bool ud = sroce_qp_is_ud(qp);
+	struct sk_buff *skb;
+	u16 sport;
+	int err;
+
+	pkt->pad = sroce_pad(paylen);
+	skb = sroce_skb_alloc(sdev, hdr_len + paylen + pkt->pad +
+			      SROCE_ICRC_BYTES);
+	if (!skb) {
+		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+		return -ENOMEM;
+	}
+	sroce_hdr_build(skb->data, pkt);
+	if (paylen) {
+		err = sroce_req_gather(qp, wqe, offset, skb->data + hdr_len,
+				       paylen);
+		if (err) {
+			kfree_skb(skb);
+			return err;
+		}
+	}
+	memset(skb->data + hdr_len + paylen, 0, pkt->pad);
+
+	sport = ud ? rdma_get_udp_sport(av->flow_label, qp->qpn, pkt->dqpn) :
+		     qp->src_port;
+	sroce_net_xmit(sdev, av, ud ? NULL : &qp->dst_cache, skb, hdr_len,
+		       sport);
+	/* A packet lost on the way is the transport's to recover. */
+	return 0;
+}
+
+/* Fill the header fields of the packet at @offset of @wqe. */
+static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
+			   const struct sroce_send_meta *m, struct sroce_pkt *pkt,
+			   u32 offset, u32 paylen)
+{
+	bool first = offset == 0;
+	bool last = offset + paylen >= m->length;
+
+	/* A READ is one request packet, whatever the offset. */
+	if (m->rd_atomic)
+		first = last = true;
+	u32 mask;
+
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->opcode = sroce_req_opcode(qp, wqe->opcode, first, last);
+	mask = sroce_opcode_table[pkt->opcode].mask;
+	pkt->pkey = SROCE_DEFAULT_PKEY_FULL;
+	pkt->psn = qp->req.psn;
+	pkt->dqpn = sroce_qp_is_ud(qp) ? wqe->wr.ud.remote_qpn :
+					 qp->attr.dest_qpn;
+	pkt->se = last && (wqe->flags & SROCE_WQE_F_SOLICITED) &&
+		  (mask & (SROCE_M_SEND | SROCE_M_IMMDT));
+
+	if (mask & SROCE_M_RETH) {
+		/* A READ asked again starts where its responses stopped. */
+		pkt->va = wqe->wr.rdma.remote_addr + offset;
+		pkt->rkey = wqe->wr.rdma.rkey;
+		pkt->dmalen = m->length - offset;
+	}
+	if (mask & SROCE_M_ATMETH) {
+		pkt->va = wqe->wr.atomic.remote_addr;
+		pkt->rkey = wqe->wr.atomic.rkey;
+		pkt->swap_add = wqe->opcode == SROCE_WR_ATOMIC_CMP_AND_SWP ?
+				wqe->wr.atomic.swap : wqe->wr.atomic.compare_add;
+		pkt->compare = wqe->wr.atomic.compare_add;
+	}
+	if (mask & SROCE_M_IMMDT)
+		pkt->imm = wqe->ex.imm_data;
+	if (mask & SROCE_M_IETH)
+		pkt->inv_rkey = wqe->ex.invalidate_rkey;
+	if (mask & SROCE_M_DETH) {
+		/* The controlled Q_Key rule: the high bit takes the QP's. */
+		pkt->qkey = (wqe->wr.ud.remote_qkey & 0x80000000U) ?
+			    qp->attr.qkey : wqe->wr.ud.remote_qkey;
+		pkt->sqpn = qp->qpn;
+	}
+
+	if (qp->ibqp.qp_type == IB_QPT_RC && !(mask & SROCE_M_READ) &&
+	    !(mask & SROCE_M_ATOMIC)) {
+		if (last || ++qp->req.noack >= SROCE_REQ_ACK_EVERY) {
+			pkt->ackreq = true;
+			qp->req.noack = 0;
+		}
+	}
+}
+
+/*
+ * Hand a WQE to the completer: from now on its PSNs are in flight (RC)
+ * and it completes in order. @done for WQEs that need no answer.
+ */
+static bool sroce_req_publish(struct sroce_qp *qp, struct sroce_send_meta *m,
+			      bool done)
+{
+	bool rc = qp->ibqp.qp_type == IB_QPT_RC;
+	bool error = false;
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	if (qp->req.index == qp->req.sent) {
+		qp->comp.sent = ++qp->req.sent;
+		if (rc && !sroce_wqe_is_local(sroce_req_copy(qp,
+							     qp->req.index)->opcode) &&
+		    m->status == IB_WC_SUCCESS) {
+			qp->comp.max_psn = sroce_psn_add(m->last_psn, 1);
+			if (m->rd_atomic)
+				qp->comp.rd_atomic++;
+			sroce_comp_arm_timer(qp);
+		}
+	}
+	if (done) {
+		m->done = 1;
+		error = sroce_comp_retire(qp);
+	}
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	return error;
+}
+
+/* Mark a WQE whose packets are all out as done (UC, UD) and retire. */
+static bool sroce_req_sent_all(struct sroce_qp *qp, struct sroce_send_meta *m)
+{
+	unsigned long flags;
+	bool error;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	m->done = 1;
+	error = sroce_comp_retire(qp);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+	return error;
+}
+
+/*
+ * The WQE at req->index fails with @status: nothing after it goes out.
+ * Its error completion comes when it reaches the head of the queue; if
+ * that is now, the QP goes to error now, else the completer does it.
+ */
+static enum sroce_req_step sroce_req_fail(struct sroce_qp *qp,
+					  struct sroce_send_meta *m, u8 status)
+{
+	bool posted;
+
+	m->status = status;
+	qp->req.stopped = true;
+	if (qp->req.index == qp->req.sent)
+		posted = sroce_req_publish(qp, m, true);
+	else
+		posted = sroce_req_sent_all(qp, m);
+	return posted ? SROCE_REQ_FAILED : SROCE_REQ_STOP;
+}
+
+/* LOCAL_INV and BIND_MW: executed here, in order with the sends. */
+static u8 sroce_req_local_op(struct sroce_qp *qp,
+			     const struct sroce_send_wqe *wqe)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_mr *mr;
+
+	if (wqe->opcode == SROCE_WR_BIND_MW)
+		return IB_WC_MW_BIND_ERR;	/* no memory windows yet */
+	mr = sroce_mr_get(sdev, wqe->ex.invalidate_rkey);
+	if (!mr)
+		return IB_WC_LOC_PROT_ERR;
+	if (mr->ibmr.pd != qp->ibqp.pd || mr->type != SROCE_MR_FAST) {
+		sroce_mr_put(mr);
+		return IB_WC_LOC_PROT_ERR;
+	}
+	sroce_mr_put(mr);
+	return IB_WC_SUCCESS;
+}
+
+/* Room in the window and the read/atomic credits for @m? */
+static bool sroce_req_may_send(struct sroce_qp *qp,
+			       const struct sroce_send_wqe *wqe,
+			       const struct sroce_send_meta *m, bool fresh,
+			       u32 una, u32 rd_atomic)
+{
+	if (qp->ibqp.qp_type != IB_QPT_RC)
+		return true;
+	if (sroce_psn_diff(qp->req.psn, una) >= SROCE_REQ_WINDOW)
+		return false;
+	if (!fresh)
+		return true;
+	if (m->rd_atomic && rd_atomic >= max_t(u32, qp->attr.max_rd_atomic, 1))
+		return false;
+	if ((wqe->flags & SROCE_WQE_F_FENCE) && rd_atomic)
+		return false;
+	return true;
+}
+
+/* Send what the budget allows of the WQE at req->index. */
+static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
+					  u32 una, u32 rd_atomic)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_req *req = &qp->req;
+	struct sroce_send_wqe *wqe = sroce_req_copy(qp, req->index);
+	struct sroce_send_meta *m = sroce_req_meta(qp, req->index);
+	bool fresh = req->index == req->sent;
+	struct sroce_pkt pkt;
+	struct sroce_av av;
+
+	if (m->status != IB_WC_SUCCESS)
+		return sroce_req_fail(qp, m, m->status);
+	if (sroce_wqe_is_local(wqe->opcode)) {
+		if ((wqe->flags & SROCE_WQE_F_FENCE) && rd_atomic)
+			return SROCE_REQ_WAIT;
+		m->status = sroce_req_local_op(qp, wqe);
+		if (m->status != IB_WC_SUCCESS)
+			return sroce_req_fail(qp, m, m->status);
+		if (sroce_req_publish(qp, m, true))
+			return SROCE_REQ_FAILED;
+		req->index++;
+		return SROCE_REQ_NEXT;
+	}
+	if (!sroce_req_may_send(qp, wqe, m, fresh, una, rd_atomic))
+		return SROCE_REQ_WAIT;
+	if (!sroce_req_av(qp, wqe, &av))
+		return sroce_req_fail(qp, m, IB_WC_LOC_QP_OP_ERR);
+
+	if (fresh) {
+		m->first_psn = req->psn;
+		m->last_psn = sroce_psn_add(req->psn,
+					    sroce_req_npkts(qp, wqe, m->length) - 1);
+		sroce_req_publish(qp, m, false);
+	}
+
+	while (*budget > 0) {
+		u32 paylen = m->rd_atomic ? 0 :
+			     min(m->length - req->offset, qp->mtu);
+		bool last;
+
+		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen);
+		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
+			sroce_count(sdev, SROCE_CNT_RETRANSMIT_PACKETS, 1);
+		if (sroce_req_xmit(qp, wqe, &av, &pkt, req->offset, paylen) ==
+		    -EFAULT) {
+			/* The local memory went away: fail in order. */
+			return sroce_req_fail(qp, m, IB_WC_LOC_PROT_ERR);
+		}
+		(*budget)--;
+
+		last = m->rd_atomic || req->offset + paylen >= m->length;
+		if (!last) {
+			req->offset += paylen;
+			req->psn = sroce_psn_add(req->psn, 1);
+			if (!sroce_req_may_send(qp, wqe, m, false, una,
+						rd_atomic))
+				return SROCE_REQ_WAIT;
+			continue;
+		}
+		req->psn = sroce_psn_add(m->last_psn, 1);
+		req->offset = 0;
+		req->index++;
+		/* RC completes on its ACK; UC and UD once sent. */
+		if (qp->ibqp.qp_type != IB_QPT_RC && sroce_req_sent_all(qp, m))
+			return SROCE_REQ_FAILED;
+		return SROCE_REQ_NEXT;
+	}
+	return SROCE_REQ_WAIT;
+}
+
+/*
+ * Take in what the completer decided since the last pass: a go-back-N
+ * rewind to the oldest incomplete WQE, the window edge, the read/atomic
+ * credits, an RNR back-off. Return false when the requester must wait.
+ */
+static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
+{
+	struct sroce_comp *comp = &qp->comp;
+	struct sroce_req *req = &qp->req;
+	unsigned long flags, until = 0;
+	bool go = true;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	if (comp->error || qp->sq_flushed) {
+		go = false;
+	} else if (comp->rewind) {
+		comp->rewind = false;
+		if (qp->sq.cons != comp->sent) {
+			struct sroce_send_meta *m = sroce_req_meta(qp,
+								   qp->sq.cons);
+			u32 psn = m->first_psn;
+
+			/*
+			 * A READ is asked again for what has not arrived;
+			 * the responder replays from that PSN.
+			 */
+			if (m->rd_atomic)
+				psn = sroce_psn_add(psn, m->resp_off / qp->mtu);
+			else if (sroce_psn_diff(comp->una, m->first_psn) > 0)
+				psn = comp->una;
+			req->index = qp->sq.cons;
+			req->psn = psn;
+			req->offset = sroce_psn_diff(psn, m->first_psn) *
+				      qp->mtu;
+			req->resend_until = comp->max_psn;
+		}
+	}
+	if (go && comp->rnr_until && time_before(jiffies, comp->rnr_until)) {
+		until = comp->rnr_until;
+		go = false;
+	} else {
+		comp->rnr_until = 0;
+	}
+	*una = comp->una;
+	*rd_atomic = comp->rd_atomic;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+
+	if (until)
+		mod_timer(&qp->rnr_timer, until);
+	return go;
+}
+
+/* Nothing to send: ask for a kick, then make sure nothing slipped in. */
+static int sroce_req_idle(struct sroce_qp *qp)
+{
+	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
+	/* The flag store before the prod load; the provider does the mirror. */
+	smp_mb();
+	return sroce_req_fetch(qp);
+}
+
+/**
+ * sroce_req_pass - one pass of the requester task
+ * @task: the QP's req_task
+ *
+ * Return: true if it stopped on its budget with work left.
+ */
+bool sroce_req_pass(struct sroce_task *task)
+{
+	struct sroce_qp *qp = container_of(task, struct sroce_qp, req_task);
+	struct sroce_req *req = &qp->req;
+	enum ib_qp_state state = sroce_qp_state(qp);
+	int budget = SROCE_REQ_BUDGET;
+	u32 una, rd_atomic;
+
+	if (state != IB_QPS_RTS && state != IB_QPS_SQD)
+		return false;
+	if (!sroce_req_sync(qp, &una, &rd_atomic))
+		return false;
+
+	while (budget > 0 && !req->stopped) {
+		enum sroce_req_step step;
+
+		if (req->index == req->fetched) {
+			int n = sroce_req_fetch(qp);
+
+			if (!n)
+				n = sroce_req_idle(qp);
+			if (n <= 0)
+				return false;
+			sroce_queue_clear_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
+		}
+		/* SQD: finish the message under way, start no other. */
+		if (state == IB_QPS_SQD && req->offset == 0 &&
+		    req->index == req->sent)
+			return false;
+		step = sroce_req_step(qp, &budget, una, rd_atomic);
+		if (step == SROCE_REQ_FAILED) {
+			sroce_qp_error(qp, false);
+			return false;
+		}
+		if (step != SROCE_REQ_NEXT)
+			return step == SROCE_REQ_WAIT && budget <= 0;
+	}
+	return budget <= 0;
+}
+
+/* A QP's requester state at RESET and at creation. */
+void sroce_req_init(struct sroce_qp *qp)
+{
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->comp, 0, sizeof(qp->comp));
+	qp->req.fetched = qp->sq.cons;
+	qp->req.index = qp->sq.cons;
+	qp->req.sent = qp->sq.cons;
+	qp->comp.sent = qp->sq.cons;
+}
+
+/* The move to RTS: PSNs start from sq_psn. */
+void sroce_req_start(struct sroce_qp *qp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	qp->req.psn = qp->attr.sq_psn;
+	qp->req.resend_until = qp->attr.sq_psn;
+	qp->comp.una = qp->attr.sq_psn;
+	qp->comp.max_psn = qp->attr.sq_psn;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	qp->comp.rnr_left = qp->attr.rnr_retry;
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+}

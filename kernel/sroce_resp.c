@@ -1,0 +1,896 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sroce: the responder — executes the requests that arrive for a QP and
+ * answers them (IBTA 9.7.5 responder side, 9.8, 9.9.3).
+ *
+ * Requests are handled in the receive softirq, in PSN order: a request
+ * at the expected PSN executes (SEND into a receive WQE, WRITE into an
+ * MR, READ and atomic recorded as resources), one beyond it earns a
+ * single sequence NAK, one before it is a duplicate: SEND and WRITE are
+ * acknowledged again, READ and atomic are answered again from their
+ * resource (an atomic is never executed twice). Every access is checked
+ * against the MR's key, PD, access rights and bounds before a byte moves;
+ * a failed check is answered with a NAK and moves the QP to error.
+ *
+ * What goes back (ACKs, NAKs, READ responses, atomic ACKs) is queued in
+ * qp->resp.txq and sent, in that order, by qp->resp_task: an ACK never
+ * overtakes the READ responses before it, and a large READ is sent in
+ * budgeted passes. An ACK queued behind another unsent ACK replaces it
+ * (coalescing).
+ *
+ * Locking: qp->resp_lock guards struct sroce_resp (softirq, and bh off
+ * elsewhere). Under it: qp->rq_lock (the receive ring), then a CQ's lock.
+ * The transmit task drops resp_lock around each packet it sends.
+ */
+
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/slab.h>
+
+#include "sroce.h"
+#include "sroce_pkt.h"
+
+#define SROCE_RESP_TX_BUDGET	64
+
+/* What handling a request leaves to do once resp_lock is dropped. */
+#define SROCE_RESP_KICK		BIT(0)	/* run the transmit task */
+#define SROCE_RESP_ERROR	BIT(1)	/* move the QP to ERR */
+#define SROCE_RESP_FATAL	BIT(2)	/* ... with IB_EVENT_QP_FATAL */
+
+/* Resources and transmit queue -------------------------------------- */
+
+static u32 sroce_resp_txq_size(u32 nres)
+{
+	return 2 * nres + 8;
+}
+
+/**
+ * sroce_resp_init - allocate what a responder needs
+ * @qp: the queue pair
+ * @max_sge: SGEs of the largest receive WQE it may take
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int sroce_resp_init(struct sroce_qp *qp, u32 max_sge)
+{
+	struct sroce_resp *resp = &qp->resp;
+
+	resp->sge = kcalloc(max(max_sge, 1U), sizeof(*resp->sge), GFP_KERNEL);
+	resp->nres = 1;
+	resp->res = kcalloc(resp->nres, sizeof(*resp->res), GFP_KERNEL);
+	resp->txq_size = sroce_resp_txq_size(resp->nres);
+	resp->txq = kcalloc(resp->txq_size, sizeof(*resp->txq), GFP_KERNEL);
+	if (!resp->sge || !resp->res || !resp->txq) {
+		sroce_resp_free(qp);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void sroce_resp_free(struct sroce_qp *qp)
+{
+	kfree(qp->resp.sge);
+	kfree(qp->resp.res);
+	kfree(qp->resp.txq);
+	qp->resp.sge = NULL;
+	qp->resp.res = NULL;
+	qp->resp.txq = NULL;
+}
+
+/**
+ * sroce_resp_set_rd_atomic - size the resource table (max_dest_rd_atomic)
+ * @qp: the queue pair, before it reaches RTR
+ * @n: resources
+ *
+ * Return: 0 or -ENOMEM (the old table stays).
+ */
+int sroce_resp_set_rd_atomic(struct sroce_qp *qp, u32 n)
+{
+	struct sroce_resp *resp = &qp->resp;
+	struct sroce_resp_res *res, *old_res;
+	struct sroce_resp_tx *txq, *old_txq;
+
+	n = max(n, 1U);
+	if (n == resp->nres)
+		return 0;
+	res = kcalloc(n, sizeof(*res), GFP_KERNEL);
+	txq = kcalloc(sroce_resp_txq_size(n), sizeof(*txq), GFP_KERNEL);
+	if (!res || !txq) {
+		kfree(res);
+		kfree(txq);
+		return -ENOMEM;
+	}
+	spin_lock_bh(&qp->resp_lock);
+	old_res = resp->res;
+	old_txq = resp->txq;
+	resp->res = res;
+	resp->nres = n;
+	resp->res_next = 0;
+	resp->txq = txq;
+	resp->txq_size = sroce_resp_txq_size(n);
+	resp->tx_head = 0;
+	resp->tx_tail = 0;
+	spin_unlock_bh(&qp->resp_lock);
+	kfree(old_res);
+	kfree(old_txq);
+	return 0;
+}
+
+/* The responder at RESET: nothing expected, nothing queued. */
+void sroce_resp_reset(struct sroce_qp *qp)
+{
+	struct sroce_resp *resp = &qp->resp;
+
+	spin_lock_bh(&qp->resp_lock);
+	resp->psn = qp->attr.rq_psn;
+	resp->msn = 0;
+	resp->msg = SROCE_RESP_IDLE;
+	resp->nak_sent = false;
+	resp->have_rwqe = false;
+	resp->res_next = 0;
+	resp->tx_head = 0;
+	resp->tx_tail = 0;
+	memset(resp->res, 0, resp->nres * sizeof(*resp->res));
+	spin_unlock_bh(&qp->resp_lock);
+}
+
+static struct sroce_resp_tx *sroce_resp_tx_push(struct sroce_qp *qp, u8 type)
+{
+	struct sroce_resp *resp = &qp->resp;
+	struct sroce_resp_tx *tx;
+
+	if (resp->tx_tail - resp->tx_head >= resp->txq_size)
+		return NULL;
+	tx = &resp->txq[resp->tx_tail++ % resp->txq_size];
+	memset(tx, 0, sizeof(*tx));
+	tx->type = type;
+	return tx;
+}
+
+/* Queue an ACK or NAK; an unsent ACK at the tail is replaced. */
+static void sroce_resp_queue_ack(struct sroce_qp *qp, u8 syndrome, u32 psn)
+{
+	struct sroce_resp *resp = &qp->resp;
+	struct sroce_resp_tx *tx = NULL;
+
+	if (qp->ibqp.qp_type != IB_QPT_RC)
+		return;
+	if (syndrome == SROCE_AETH_CREDIT_INVALID &&
+	    resp->tx_tail != resp->tx_head) {
+		/* Queued items are unsent: the sender pops what it builds. */
+		tx = &resp->txq[(resp->tx_tail - 1) % resp->txq_size];
+		if (tx->type != SROCE_RTX_ACK ||
+		    tx->syndrome != SROCE_AETH_CREDIT_INVALID)
+			tx = NULL;
+	}
+	if (!tx)
+		tx = sroce_resp_tx_push(qp, SROCE_RTX_ACK);
+	if (!tx)
+		return;		/* the requester's timer recovers */
+	tx->syndrome = syndrome;
+	tx->psn = psn;
+	tx->msn = resp->msn;
+}
+
+static void sroce_resp_nak(struct sroce_qp *qp, enum sroce_nak_code code,
+			   u32 psn)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+
+	sroce_count(sdev, code == SROCE_NAK_PSN_SEQ_ERR ?
+		    SROCE_CNT_SEQ_NAK_SENT : SROCE_CNT_ERR_NAK_SENT, 1);
+	sroce_resp_queue_ack(qp, SROCE_AETH_NAK | code, psn);
+}
+
+/* Receive WQEs -------------------------------------------------------- */
+
+/*
+ * Load the oldest receive WQE into resp (the RQ slot stays until the
+ * completion; an SRQ's is freed at once). Return 1, 0 if there is none,
+ * or -EINVAL for a corrupt queue.
+ */
+static int sroce_resp_take_rwqe(struct sroce_qp *qp)
+{
+	struct sroce_resp *resp = &qp->resp;
+	const struct sroce_recv_wqe *wqe;
+	unsigned long flags;
+	int n;
+
+	if (resp->have_rwqe)
+		return 1;
+	if (qp->srq) {
+		n = sroce_srq_take(qp->srq, &resp->wr_id, resp->sge,
+				   &resp->num_sge);
+		if (n > 0)
+			resp->have_rwqe = true;
+		return n;
+	}
+
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	n = qp->rq_flushed ? 0 : sroce_queue_refresh_prod(&qp->rq);
+	if (n > 0) {
+		wqe = sroce_queue_consumer_elem(&qp->rq);
+		resp->wr_id = READ_ONCE(wqe->wr_id);
+		resp->num_sge = READ_ONCE(wqe->num_sge);
+		if (resp->num_sge > qp->max_recv_sge) {
+			n = -EINVAL;
+		} else {
+			memcpy(resp->sge, (const u8 *)wqe + SROCE_RECV_WQE_HDR,
+			       resp->num_sge * sizeof(*resp->sge));
+			resp->have_rwqe = true;
+			n = 1;
+		}
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return n;
+}
+
+/* Post the receive completion of the loaded WQE and free its slot. */
+static void sroce_resp_complete(struct sroce_qp *qp, struct sroce_cqe *cqe,
+				bool solicited)
+{
+	struct sroce_resp *resp = &qp->resp;
+	unsigned long flags;
+
+	resp->have_rwqe = false;
+	cqe->wr_id = resp->wr_id;
+	cqe->qp_num = qp->qpn;
+	cqe->port_num = 1;
+	if (qp->srq) {
+		sroce_cq_post(qp->rcq, cqe, solicited);
+		return;
+	}
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	/* A flush already completed it. */
+	if (!qp->rq_flushed) {
+		sroce_cq_post(qp->rcq, cqe, solicited);
+		sroce_queue_consumer_advance(&qp->rq, 1);
+	}
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+}
+
+/* Complete the loaded WQE with an error (a local length or key error). */
+static void sroce_resp_complete_error(struct sroce_qp *qp, u8 status)
+{
+	struct sroce_cqe cqe = {
+		.status = status,
+		.opcode = IB_WC_RECV,
+	};
+
+	if (qp->resp.have_rwqe)
+		sroce_resp_complete(qp, &cqe, false);
+}
+
+/*
+ * Copy @len bytes of @skb from @off into the loaded WQE's SGEs at
+ * resp->offset. Return IB_WC_SUCCESS, LOC_LEN_ERR or LOC_PROT_ERR.
+ */
+static u8 sroce_resp_scatter(struct sroce_qp *qp, const struct sk_buff *skb,
+			     u32 off, const void *buf, u32 len)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_resp *resp = &qp->resp;
+	u32 pos = resp->offset;
+	u32 i;
+
+	for (i = 0; i < resp->num_sge && len; i++) {
+		const struct sroce_sge *sge = &resp->sge[i];
+		struct sroce_mr *mr;
+		u32 n;
+		int err;
+
+		if (pos >= sge->length) {
+			pos -= sge->length;
+			continue;
+		}
+		n = min(len, sge->length - pos);
+		mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, sge->lkey,
+					  sge->addr + pos, n,
+					  IB_ACCESS_LOCAL_WRITE);
+		if (!mr)
+			return IB_WC_LOC_PROT_ERR;
+		if (skb)
+			err = sroce_mr_copy_skb(mr, sge->addr + pos, skb, off, n);
+		else
+			err = sroce_mr_copy(mr, sge->addr + pos, (void *)buf, n,
+					    true);
+		sroce_mr_put(mr);
+		if (err)
+			return IB_WC_LOC_PROT_ERR;
+		off += n;
+		buf += n;
+		len -= n;
+		pos = 0;
+	}
+	return len ? IB_WC_LOC_LEN_ERR : IB_WC_SUCCESS;
+}
+
+/* Requests ------------------------------------------------------------ */
+
+/* FIRST and MIDDLE packets carry exactly one path MTU. */
+static bool sroce_resp_len_ok(struct sroce_qp *qp, const struct sroce_pkt *pkt)
+{
+	if (pkt->mask & (SROCE_M_FIRST | SROCE_M_MIDDLE))
+		return pkt->paylen == qp->mtu;
+	return pkt->paylen <= qp->mtu;
+}
+
+/* A SEND packet at the expected PSN. */
+static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
+			   const struct sroce_pkt *pkt)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_resp *resp = &qp->resp;
+	struct sroce_cqe cqe = {};
+	int n;
+	u8 status;
+
+	if (pkt->mask & SROCE_M_START) {
+		n = sroce_resp_take_rwqe(qp);
+		if (n < 0) {
+			sroce_count(sdev, SROCE_CNT_BAD_RING, 1);
+			return SROCE_RESP_ERROR | SROCE_RESP_FATAL;
+		}
+		if (!n) {
+			sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
+			sroce_resp_queue_ack(qp, SROCE_AETH_RNR_NAK |
+					     qp->attr.min_rnr_timer, pkt->psn);
+			return SROCE_RESP_KICK;
+		}
+		resp->offset = 0;
+	}
+	status = sroce_resp_scatter(qp, skb, pkt->payload_off, NULL,
+				    pkt->paylen);
+	if (status != IB_WC_SUCCESS) {
+		sroce_resp_complete_error(qp, status);
+		sroce_resp_nak(qp, status == IB_WC_LOC_LEN_ERR ?
+			       SROCE_NAK_INVALID_REQ : SROCE_NAK_REM_OP_ERR,
+			       pkt->psn);
+		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
+	}
+	resp->offset += pkt->paylen;
+	resp->msg = (pkt->mask & SROCE_M_END) ? SROCE_RESP_IDLE :
+						SROCE_RESP_SEND;
+	if (!(pkt->mask & SROCE_M_END))
+		return 0;
+
+	cqe.opcode = IB_WC_RECV;
+	cqe.byte_len = resp->offset;
+	cqe.src_qp = qp->attr.dest_qpn;
+	if (pkt->mask & SROCE_M_IMMDT) {
+		cqe.wc_flags |= SROCE_WC_F_WITH_IMM;
+		cqe.ex.imm_data = pkt->imm;
+	}
+	if (pkt->mask & SROCE_M_IETH) {
+		cqe.wc_flags |= SROCE_WC_F_WITH_INV;
+		cqe.ex.invalidated_rkey = pkt->inv_rkey;
+	}
+	sroce_resp_complete(qp, &cqe, pkt->se);
+	return 0;
+}
+
+/* A WRITE packet at the expected PSN. */
+static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
+			    const struct sroce_pkt *pkt)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_resp *resp = &qp->resp;
+	struct sroce_mr *mr;
+	struct sroce_cqe cqe = {};
+	int err, n;
+
+	if (pkt->mask & SROCE_M_START) {
+		resp->va = pkt->va;
+		resp->rkey = pkt->rkey;
+		resp->resid = pkt->dmalen;
+		resp->write_len = pkt->dmalen;
+		/* The whole range is checked before the first byte lands. */
+		if (!(qp->attr.access & IB_ACCESS_REMOTE_WRITE))
+			goto access_error;
+		if (pkt->dmalen) {
+			mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, pkt->rkey,
+						  pkt->va, pkt->dmalen,
+						  IB_ACCESS_REMOTE_WRITE);
+			if (!mr)
+				goto access_error;
+			sroce_mr_put(mr);
+		}
+	}
+	if (pkt->paylen > resp->resid ||
+	    ((pkt->mask & SROCE_M_END) && pkt->paylen != resp->resid)) {
+		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
+		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
+	}
+	/* WRITE with immediate consumes a receive WQE: have one first. */
+	if (pkt->mask & SROCE_M_IMMDT) {
+		n = sroce_resp_take_rwqe(qp);
+		if (n < 0)
+			return SROCE_RESP_ERROR | SROCE_RESP_FATAL;
+		if (!n) {
+			sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
+			sroce_resp_queue_ack(qp, SROCE_AETH_RNR_NAK |
+					     qp->attr.min_rnr_timer, pkt->psn);
+			return SROCE_RESP_KICK;
+		}
+	}
+	if (pkt->paylen) {
+		mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, resp->rkey,
+					  resp->va, pkt->paylen,
+					  IB_ACCESS_REMOTE_WRITE);
+		if (!mr)
+			goto access_error;
+		err = sroce_mr_copy_skb(mr, resp->va, skb, pkt->payload_off,
+					pkt->paylen);
+		sroce_mr_put(mr);
+		if (err)
+			goto access_error;
+	}
+	resp->va += pkt->paylen;
+	resp->resid -= pkt->paylen;
+	resp->msg = (pkt->mask & SROCE_M_END) ? SROCE_RESP_IDLE :
+						SROCE_RESP_WRITE;
+	if ((pkt->mask & (SROCE_M_END | SROCE_M_IMMDT)) !=
+	    (SROCE_M_END | SROCE_M_IMMDT))
+		return 0;
+
+	cqe.opcode = IB_WC_RECV_RDMA_WITH_IMM;
+	cqe.byte_len = resp->write_len;
+	cqe.src_qp = qp->attr.dest_qpn;
+	cqe.wc_flags = SROCE_WC_F_WITH_IMM;
+	cqe.ex.imm_data = pkt->imm;
+	sroce_resp_complete(qp, &cqe, pkt->se);
+	return 0;
+
+access_error:
+	if (qp->ibqp.qp_type == IB_QPT_UC) {
+		resp->msg = SROCE_RESP_DROP;
+		return 0;
+	}
+	sroce_resp_nak(qp, SROCE_NAK_REM_ACCESS, pkt->psn);
+	return SROCE_RESP_KICK | SROCE_RESP_ERROR;
+}
+
+/* The next resource slot, unless a queued answer still uses it. */
+static struct sroce_resp_res *sroce_resp_new_res(struct sroce_qp *qp)
+{
+	struct sroce_resp *resp = &qp->resp;
+	u32 idx = resp->res_next % resp->nres;
+	u32 i;
+
+	for (i = resp->tx_head; i != resp->tx_tail; i++) {
+		struct sroce_resp_tx *tx = &resp->txq[i % resp->txq_size];
+
+		if (tx->type != SROCE_RTX_ACK && tx->res == idx)
+			return NULL;
+	}
+	resp->res_next++;
+	memset(&resp->res[idx], 0, sizeof(resp->res[idx]));
+	return &resp->res[idx];
+}
+
+static u32 sroce_resp_npkts(struct sroce_qp *qp, u32 len)
+{
+	return len ? DIV_ROUND_UP(len, qp->mtu) : 1;
+}
+
+/* Queue the responses of @res from PSN @psn. */
+static bool sroce_resp_queue_res(struct sroce_qp *qp,
+				 struct sroce_resp_res *res, u32 psn)
+{
+	struct sroce_resp_tx *tx;
+
+	tx = sroce_resp_tx_push(qp, res->type == SROCE_M_READ ?
+				SROCE_RTX_READ : SROCE_RTX_ATOMIC);
+	if (!tx)
+		return false;
+	tx->res = res - qp->resp.res;
+	tx->psn = psn;
+	tx->msn = qp->resp.msn;
+	tx->off = sroce_psn_diff(psn, res->first_psn) * qp->mtu;
+	return true;
+}
+
+/* An RDMA READ request or an atomic at the expected PSN. */
+static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
+				const struct sroce_pkt *pkt)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	bool atomic = pkt->mask & SROCE_M_ATOMIC;
+	int access = atomic ? IB_ACCESS_REMOTE_ATOMIC : IB_ACCESS_REMOTE_READ;
+	u32 len = atomic ? sizeof(u64) : pkt->dmalen;
+	struct sroce_resp_res *res;
+	struct sroce_mr *mr = NULL;
+	u64 orig = 0;
+
+	if (atomic && (pkt->va & 7)) {
+		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
+		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
+	}
+	if (!(qp->attr.access & access))
+		goto access_error;
+	if (len) {
+		mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, pkt->rkey, pkt->va,
+					  len, access);
+		if (!mr)
+			goto access_error;
+	}
+	res = sroce_resp_new_res(qp);
+	if (!res) {
+		/* More outstanding than max_dest_rd_atomic allows. */
+		if (mr)
+			sroce_mr_put(mr);
+		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
+		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
+	}
+	if (atomic) {
+		int err = sroce_mr_atomic(mr, pkt->va,
+					  pkt->opcode == SROCE_OP_CMP_SWAP,
+					  pkt->compare, pkt->swap_add, &orig);
+
+		sroce_mr_put(mr);
+		if (err)
+			goto access_error;
+	} else if (mr) {
+		sroce_mr_put(mr);
+	}
+
+	res->type = atomic ? SROCE_M_ATOMIC : SROCE_M_READ;
+	res->first_psn = pkt->psn;
+	res->last_psn = sroce_psn_add(pkt->psn,
+				      atomic ? 0 : sroce_resp_npkts(qp, len) - 1);
+	res->va = pkt->va;
+	res->rkey = pkt->rkey;
+	res->length = len;
+	res->orig = orig;
+	qp->resp.psn = sroce_psn_add(res->last_psn, 1);
+	qp->resp.msn = (qp->resp.msn + 1) & SROCE_MSN_MASK;
+	sroce_resp_queue_res(qp, res, res->first_psn);
+	return SROCE_RESP_KICK;
+
+access_error:
+	sroce_resp_nak(qp, SROCE_NAK_REM_ACCESS, pkt->psn);
+	return SROCE_RESP_KICK | SROCE_RESP_ERROR;
+}
+
+/* A request before the expected PSN: answer it again, do it not again. */
+static u32 sroce_resp_duplicate(struct sroce_qp *qp,
+				const struct sroce_pkt *pkt)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_resp *resp = &qp->resp;
+	u32 i;
+
+	sroce_count(sdev, SROCE_CNT_DUP_REQUESTS, 1);
+	if (!(pkt->mask & (SROCE_M_READ | SROCE_M_ATOMIC))) {
+		sroce_resp_queue_ack(qp, SROCE_AETH_CREDIT_INVALID,
+				     sroce_psn_add(resp->psn, SROCE_PSN_MASK));
+		return SROCE_RESP_KICK;
+	}
+	for (i = 0; i < resp->nres; i++) {
+		struct sroce_resp_res *res = &resp->res[i];
+
+		if (!res->type || sroce_psn_diff(pkt->psn, res->first_psn) < 0 ||
+		    sroce_psn_diff(pkt->psn, res->last_psn) > 0)
+			continue;
+		if (!!(pkt->mask & SROCE_M_ATOMIC) != (res->type == SROCE_M_ATOMIC))
+			continue;
+		if ((pkt->mask & SROCE_M_ATOMIC) && pkt->psn != res->first_psn)
+			continue;
+		/* Replayed, not re-executed: an atomic keeps its result. */
+		sroce_resp_queue_res(qp, res, pkt->psn);
+		return SROCE_RESP_KICK;
+	}
+	return 0;	/* too old to answer: the requester has moved on */
+}
+
+/* Does @pkt continue (or properly start) the message under way? */
+static bool sroce_resp_in_order(struct sroce_qp *qp,
+				const struct sroce_pkt *pkt)
+{
+	switch (qp->resp.msg) {
+	case SROCE_RESP_SEND:
+		return (pkt->mask & SROCE_M_SEND) &&
+		       (pkt->mask & (SROCE_M_MIDDLE | SROCE_M_LAST));
+	case SROCE_RESP_WRITE:
+		return (pkt->mask & SROCE_M_WRITE) &&
+		       (pkt->mask & (SROCE_M_MIDDLE | SROCE_M_LAST));
+	default:
+		return pkt->mask & SROCE_M_START;
+	}
+}
+
+/* An RC or UC request at the expected PSN. */
+static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
+			      const struct sroce_pkt *pkt)
+{
+	struct sroce_resp *resp = &qp->resp;
+	u32 ret;
+
+	if (!sroce_resp_in_order(qp, pkt) ||
+	    ((pkt->mask & SROCE_M_PAYLOAD) && !sroce_resp_len_ok(qp, pkt))) {
+		if (qp->ibqp.qp_type == IB_QPT_UC) {
+			resp->msg = SROCE_RESP_DROP;
+			return 0;
+		}
+		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
+		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
+	}
+	if (pkt->mask & (SROCE_M_READ | SROCE_M_ATOMIC))
+		return sroce_resp_rd_atomic(qp, pkt);
+
+	if (pkt->mask & SROCE_M_SEND)
+		ret = sroce_resp_send(qp, skb, pkt);
+	else
+		ret = sroce_resp_write(qp, skb, pkt);
+	if (ret & SROCE_RESP_ERROR)
+		return ret;
+	/* An RNR NAK leaves the PSN where it was. */
+	if (ret & SROCE_RESP_KICK)
+		return ret;
+	resp->psn = sroce_psn_add(pkt->psn, 1);
+	if (pkt->mask & SROCE_M_END)
+		resp->msn = (resp->msn + 1) & SROCE_MSN_MASK;
+	if (pkt->ackreq) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_ACKS_SENT, 1);
+		sroce_resp_queue_ack(qp, SROCE_AETH_CREDIT_INVALID, pkt->psn);
+		ret |= SROCE_RESP_KICK;
+	}
+	return ret;
+}
+
+static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
+			 const struct sroce_pkt *pkt)
+{
+	struct sroce_resp *resp = &qp->resp;
+	s32 d = sroce_psn_diff(pkt->psn, resp->psn);
+
+	if (d < 0)
+		return sroce_resp_duplicate(qp, pkt);
+	if (d > 0) {
+		/* Packets went missing: one NAK, then wait for the resend. */
+		if (resp->nak_sent)
+			return 0;
+		resp->nak_sent = true;
+		sroce_resp_nak(qp, SROCE_NAK_PSN_SEQ_ERR, resp->psn);
+		return SROCE_RESP_KICK;
+	}
+	resp->nak_sent = false;
+	return sroce_resp_execute(qp, skb, pkt);
+}
+
+/* UC: no ACKs; a gap loses the message under way, not the next one. */
+static u32 sroce_resp_uc(struct sroce_qp *qp, struct sk_buff *skb,
+			 const struct sroce_pkt *pkt)
+{
+	struct sroce_resp *resp = &qp->resp;
+
+	if (pkt->psn != resp->psn) {
+		resp->msg = SROCE_RESP_IDLE;
+		resp->psn = pkt->psn;
+	}
+	if (resp->msg == SROCE_RESP_DROP) {
+		if (!(pkt->mask & SROCE_M_START)) {
+			resp->psn = sroce_psn_add(pkt->psn, 1);
+			return 0;
+		}
+		resp->msg = SROCE_RESP_IDLE;
+	}
+	if (!sroce_resp_in_order(qp, pkt)) {
+		resp->msg = SROCE_RESP_DROP;
+		resp->psn = sroce_psn_add(pkt->psn, 1);
+		return 0;
+	}
+	resp->psn = sroce_psn_add(pkt->psn, 1);
+	return sroce_resp_execute(qp, skb, pkt) & ~SROCE_RESP_KICK;
+}
+
+/*
+ * UD: one packet, one receive WQE whose first 40 bytes take the GRH
+ * (for IPv4: 20 zero bytes, then the IPv4 header).
+ */
+static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
+			 const struct sroce_pkt *pkt)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_resp *resp = &qp->resp;
+	u8 grh[40] = {};
+	struct sroce_cqe cqe = {};
+	bool ipv6 = ip_hdr(skb)->version == 6;
+	u32 qkey = qp->ibqp.qp_type == IB_QPT_GSI ? SROCE_GSI_QKEY :
+						    qp->attr.qkey;
+	u8 status;
+	int n;
+
+	if (pkt->qkey != qkey || pkt->paylen > qp->mtu) {
+		sroce_count(sdev, SROCE_CNT_RX_DROP_MALFORMED, 1);
+		return 0;
+	}
+	n = sroce_resp_take_rwqe(qp);
+	if (n < 0)
+		return SROCE_RESP_ERROR | SROCE_RESP_FATAL;
+	if (!n) {
+		sroce_count(sdev, SROCE_CNT_RX_DROP_STATE, 1);
+		return 0;
+	}
+	if (ipv6)
+		memcpy(grh, ipv6_hdr(skb), sizeof(struct ipv6hdr));
+	else
+		memcpy(grh + 20, ip_hdr(skb), sizeof(struct iphdr));
+	resp->offset = 0;
+	status = sroce_resp_scatter(qp, NULL, 0, grh, sizeof(grh));
+	if (status == IB_WC_SUCCESS) {
+		resp->offset = sizeof(grh);
+		status = sroce_resp_scatter(qp, skb, pkt->payload_off, NULL,
+					    pkt->paylen);
+	}
+	if (status != IB_WC_SUCCESS) {
+		sroce_resp_complete_error(qp, status);
+		return SROCE_RESP_ERROR;
+	}
+	cqe.opcode = IB_WC_RECV;
+	cqe.byte_len = sizeof(grh) + pkt->paylen;
+	cqe.src_qp = pkt->sqpn;
+	cqe.wc_flags = SROCE_WC_F_GRH;
+	cqe.network_hdr_type = ipv6 ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_IPV4;
+	if (pkt->mask & SROCE_M_IMMDT) {
+		cqe.wc_flags |= SROCE_WC_F_WITH_IMM;
+		cqe.ex.imm_data = pkt->imm;
+	}
+	sroce_resp_complete(qp, &cqe, pkt->se);
+	return 0;
+}
+
+/**
+ * sroce_resp_rcv - take a request packet for @qp
+ * @qp: the responder's QP (a reference held)
+ * @skb: the packet
+ * @pkt: its parsed headers; payload_off is relative to skb->data
+ */
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
+		    struct sroce_pkt *pkt)
+{
+	enum ib_qp_state state = sroce_qp_state(qp);
+	u32 ret;
+
+	if (state != IB_QPS_RTR && state != IB_QPS_RTS &&
+	    state != IB_QPS_SQD && state != IB_QPS_SQE) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RX_DROP_STATE,
+			    1);
+		return;
+	}
+
+	spin_lock_bh(&qp->resp_lock);
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_RC:
+		ret = sroce_resp_rc(qp, skb, pkt);
+		break;
+	case IB_QPT_UC:
+		ret = sroce_resp_uc(qp, skb, pkt);
+		break;
+	default:
+		ret = sroce_resp_ud(qp, skb, pkt);
+		break;
+	}
+	spin_unlock_bh(&qp->resp_lock);
+
+	if (ret & SROCE_RESP_KICK)
+		sroce_task_run(&qp->resp_task);
+	if (ret & SROCE_RESP_ERROR)
+		sroce_qp_error(qp, ret & SROCE_RESP_FATAL);
+}
+
+/* Transmit ------------------------------------------------------------ */
+
+/*
+ * Build the next packet of the answer at the head of the queue and
+ * advance it. Called with resp_lock; returns NULL when the answer cannot
+ * be built (it is then dropped: the requester will ask again).
+ */
+static struct sk_buff *sroce_resp_build(struct sroce_qp *qp,
+					struct sroce_resp_tx *tx,
+					unsigned int *hdr_len, bool *done)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_resp_res *res = &qp->resp.res[tx->res % qp->resp.nres];
+	struct sroce_pkt pkt = {
+		.pkey = SROCE_DEFAULT_PKEY_FULL,
+		.dqpn = qp->attr.dest_qpn,
+		.psn = tx->psn,
+		.msn = tx->msn,
+		.syndrome = SROCE_AETH_CREDIT_INVALID,
+	};
+	struct sk_buff *skb;
+	struct sroce_mr *mr = NULL;
+	u32 paylen = 0;
+
+	*done = true;
+	switch (tx->type) {
+	case SROCE_RTX_ACK:
+		pkt.opcode = SROCE_OP_ACK;
+		pkt.syndrome = tx->syndrome;
+		break;
+	case SROCE_RTX_ATOMIC:
+		pkt.opcode = SROCE_OP_ATOMIC_ACK;
+		pkt.orig = res->orig;
+		break;
+	default:
+		if (tx->off > res->length)
+			return NULL;
+		paylen = min(res->length - tx->off, qp->mtu);
+		*done = tx->off + paylen >= res->length;
+		if (tx->psn == res->first_psn)
+			pkt.opcode = *done ? SROCE_OP_READ_RESP_ONLY :
+					     SROCE_OP_READ_RESP_FIRST;
+		else
+			pkt.opcode = *done ? SROCE_OP_READ_RESP_LAST :
+					     SROCE_OP_READ_RESP_MIDDLE;
+		if (paylen) {
+			mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, res->rkey,
+						  res->va + tx->off, paylen,
+						  IB_ACCESS_REMOTE_READ);
+			if (!mr)
+				return NULL;
+		}
+		break;
+	}
+
+	*hdr_len = sroce_opcode_table[pkt.opcode].hdr_len;
+	pkt.pad = sroce_pad(paylen);
+	skb = sroce_skb_alloc(sdev, *hdr_len + paylen + pkt.pad +
+			      SROCE_ICRC_BYTES);
+	if (skb) {
+		sroce_hdr_build(skb->data, &pkt);
+		if (mr && sroce_mr_copy(mr, res->va + tx->off,
+					skb->data + *hdr_len, paylen, false)) {
+			kfree_skb(skb);
+			skb = NULL;
+		} else {
+			memset(skb->data + *hdr_len + paylen, 0, pkt.pad);
+		}
+	}
+	if (mr)
+		sroce_mr_put(mr);
+	if (skb && tx->type == SROCE_RTX_READ) {
+		tx->off += paylen;
+		tx->psn = sroce_psn_add(tx->psn, 1);
+	}
+	return skb;
+}
+
+/**
+ * sroce_resp_tx_pass - one pass of the responder's transmit task
+ * @task: the QP's resp_task
+ *
+ * Return: true if it stopped on its budget with answers left.
+ */
+bool sroce_resp_tx_pass(struct sroce_task *task)
+{
+	struct sroce_qp *qp = container_of(task, struct sroce_qp, resp_task);
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_resp *resp = &qp->resp;
+	int budget = SROCE_RESP_TX_BUDGET;
+
+	spin_lock_bh(&qp->resp_lock);
+	while (resp->tx_head != resp->tx_tail && budget > 0) {
+		struct sroce_resp_tx *tx = &resp->txq[resp->tx_head %
+						      resp->txq_size];
+		unsigned int hdr_len;
+		struct sk_buff *skb;
+		struct sroce_av av;
+		bool done;
+
+		skb = sroce_resp_build(qp, tx, &hdr_len, &done);
+		if (!skb || done)
+			resp->tx_head++;
+		if (!skb)
+			continue;
+		av = qp->attr.av;
+		spin_unlock_bh(&qp->resp_lock);
+		sroce_net_xmit(sdev, &av, &qp->dst_cache, skb, hdr_len,
+			       qp->src_port);
+		budget--;
+		spin_lock_bh(&qp->resp_lock);
+	}
+	spin_unlock_bh(&qp->resp_lock);
+	return budget <= 0;
+}

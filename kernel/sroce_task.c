@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * sroce: run-to-completion tasks (see sroce_task.h).
+ *
+ * task->state is the only synchronisation: IDLE -> RUNNING by the caller
+ * that will run it, RUNNING -> RERUN by callers that find it busy, and
+ * the runner leaves only through RUNNING -> IDLE, so a request for a pass
+ * is never lost between the runner's last check and its exit.
+ */
+
+#include <linux/sched.h>
+
+#include "sroce_task.h"
+
+#define SROCE_TASK_MAX_PASSES	16
+
+static struct workqueue_struct *sroce_wq;
+
+/* Claim the task for this caller; false if someone else runs it. */
+static bool sroce_task_claim(struct sroce_task *task)
+{
+	int old = atomic_read(&task->state);
+
+	for (;;) {
+		int next = old == SROCE_TASK_IDLE ? SROCE_TASK_RUNNING :
+						    SROCE_TASK_RERUN;
+
+		if (old == SROCE_TASK_RERUN)
+			return false;
+		if (atomic_try_cmpxchg(&task->state, &old, next))
+			return next == SROCE_TASK_RUNNING;
+	}
+}
+
+/* Run passes until one finds nothing left; the caller owns the task. */
+static void sroce_task_loop(struct sroce_task *task)
+{
+	int passes = 0;
+
+	for (;;) {
+		if (READ_ONCE(task->stopped) || !task->fn(task)) {
+			int old = SROCE_TASK_RUNNING;
+
+			if (atomic_try_cmpxchg(&task->state, &old,
+					       SROCE_TASK_IDLE))
+				return;
+			/* Asked again while running: one more pass. */
+			atomic_set(&task->state, SROCE_TASK_RUNNING);
+			continue;
+		}
+		/* The budget ran out: go on from the workqueue. */
+		if (++passes >= SROCE_TASK_MAX_PASSES || in_softirq() ||
+		    irqs_disabled()) {
+			queue_work(sroce_wq, &task->work);
+			return;
+		}
+		cond_resched();
+	}
+}
+
+static void sroce_task_work(struct work_struct *work)
+{
+	sroce_task_loop(container_of(work, struct sroce_task, work));
+}
+
+void sroce_task_init(struct sroce_task *task,
+		     bool (*fn)(struct sroce_task *task))
+{
+	atomic_set(&task->state, SROCE_TASK_IDLE);
+	task->stopped = false;
+	task->fn = fn;
+	INIT_WORK(&task->work, sroce_task_work);
+}
+
+/**
+ * sroce_task_run - run @task here, or make its current runner go again
+ * @task: the task
+ */
+void sroce_task_run(struct sroce_task *task)
+{
+	if (READ_ONCE(task->stopped))
+		return;
+	if (sroce_task_claim(task))
+		sroce_task_loop(task);
+}
+
+/**
+ * sroce_task_schedule - run @task from the workqueue (never inline)
+ * @task: the task
+ *
+ * For callers that hold locks the task's function takes.
+ */
+void sroce_task_schedule(struct sroce_task *task)
+{
+	if (READ_ONCE(task->stopped))
+		return;
+	if (sroce_task_claim(task))
+		queue_work(sroce_wq, &task->work);
+}
+
+/**
+ * sroce_task_sync - wait until no pass of @task is running
+ * @task: the task
+ *
+ * May sleep. The caller has made sure new passes find nothing to do.
+ */
+void sroce_task_sync(struct sroce_task *task)
+{
+	while (atomic_read(&task->state) != SROCE_TASK_IDLE) {
+		flush_work(&task->work);
+		if (atomic_read(&task->state) != SROCE_TASK_IDLE)
+			schedule_timeout_uninterruptible(1);
+	}
+}
+
+/**
+ * sroce_task_stop - stop @task for good and wait for its last pass
+ * @task: the task
+ *
+ * May sleep. Runs asked for afterwards do nothing.
+ */
+void sroce_task_stop(struct sroce_task *task)
+{
+	WRITE_ONCE(task->stopped, true);
+	/* A runner in another context finishes its pass and sees stopped. */
+	sroce_task_sync(task);
+	cancel_work_sync(&task->work);
+}
+
+int sroce_task_wq_init(void)
+{
+	sroce_wq = alloc_workqueue("sroce", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	return sroce_wq ? 0 : -ENOMEM;
+}
+
+void sroce_task_wq_exit(void)
+{
+	destroy_workqueue(sroce_wq);
+}
