@@ -280,7 +280,7 @@ struct sroce_comp {
 
 /* A READ or atomic the responder executed: replayed for duplicates. */
 struct sroce_resp_res {
-	u8 type;			/* 0 (free), SROCE_M_READ, _ATOMIC */
+	u8 type;			/* 0 (free), SROCE_RTX_READ, _ATOMIC */
 	u32 first_psn;
 	u32 last_psn;
 	u64 va;

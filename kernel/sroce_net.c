@@ -334,6 +334,8 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	__le32 *icrc;
 	int err;
 
+	/* The route cache is per CPU, and the stack wants BHs off here. */
+	local_bh_disable();
 	dst = ipv6 ? sroce_route6(sdev, av, cache) :
 		     sroce_route4(sdev, av, cache);
 	if (IS_ERR(dst)) {
@@ -366,14 +368,16 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	err = net_xmit_eval(err);
 	if (err) {
 		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
-		return err;
+	} else {
+		sroce_count(sdev, SROCE_CNT_TX_PACKETS, 1);
+		sroce_count(sdev, SROCE_CNT_TX_BYTES, bytes);
 	}
-	sroce_count(sdev, SROCE_CNT_TX_PACKETS, 1);
-	sroce_count(sdev, SROCE_CNT_TX_BYTES, bytes);
-	return 0;
+	local_bh_enable();
+	return err;
 
 drop:
 	sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+	local_bh_enable();
 	kfree_skb(skb);
 	return err;
 }

@@ -479,8 +479,7 @@ static bool sroce_resp_queue_res(struct sroce_qp *qp,
 {
 	struct sroce_resp_tx *tx;
 
-	tx = sroce_resp_tx_push(qp, res->type == SROCE_M_READ ?
-				SROCE_RTX_READ : SROCE_RTX_ATOMIC);
+	tx = sroce_resp_tx_push(qp, res->type);
 	if (!tx)
 		return false;
 	tx->res = res - qp->resp.res;
@@ -534,7 +533,7 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 		sroce_mr_put(mr);
 	}
 
-	res->type = atomic ? SROCE_M_ATOMIC : SROCE_M_READ;
+	res->type = atomic ? SROCE_RTX_ATOMIC : SROCE_RTX_READ;
 	res->first_psn = pkt->psn;
 	res->last_psn = sroce_psn_add(pkt->psn,
 				      atomic ? 0 : sroce_resp_npkts(qp, len) - 1);
@@ -572,7 +571,8 @@ static u32 sroce_resp_duplicate(struct sroce_qp *qp,
 		if (!res->type || sroce_psn_diff(pkt->psn, res->first_psn) < 0 ||
 		    sroce_psn_diff(pkt->psn, res->last_psn) > 0)
 			continue;
-		if (!!(pkt->mask & SROCE_M_ATOMIC) != (res->type == SROCE_M_ATOMIC))
+		if (!!(pkt->mask & SROCE_M_ATOMIC) !=
+		    (res->type == SROCE_RTX_ATOMIC))
 			continue;
 		if ((pkt->mask & SROCE_M_ATOMIC) && pkt->psn != res->first_psn)
 			continue;
