@@ -332,9 +332,13 @@ void sroce_qp_retire_send(struct sroce_qp *qp, u8 status)
 
 	if (status == IB_WC_SUCCESS)
 		cqe.byte_len = m->length;
+	/*
+	 * Free the slot before the completion can be polled: an application
+	 * that posts again as soon as it sees the completion must find room.
+	 */
+	sroce_queue_consumer_advance(&qp->sq, 1);
 	if (status != IB_WC_SUCCESS || signaled)
 		sroce_cq_post(qp->scq, &cqe, false);
-	sroce_queue_consumer_advance(&qp->sq, 1);
 }
 
 static void sroce_qp_retire_recv(struct sroce_qp *qp, u8 status)
@@ -348,8 +352,9 @@ static void sroce_qp_retire_recv(struct sroce_qp *qp, u8 status)
 		.port_num = 1,
 	};
 
-	sroce_cq_post(qp->rcq, &cqe, false);
+	/* The slot is free before its completion is seen (see retire_send). */
 	sroce_queue_consumer_advance(&qp->rq, 1);
+	sroce_cq_post(qp->rcq, &cqe, false);
 }
 
 /*

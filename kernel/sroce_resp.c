@@ -241,10 +241,10 @@ static void sroce_resp_complete(struct sroce_qp *qp, struct sroce_cqe *cqe,
 		return;
 	}
 	spin_lock_irqsave(&qp->rq_lock, flags);
-	/* A flush already completed it. */
+	/* A flush already completed it. The slot is free before the CQE. */
 	if (!qp->rq_flushed) {
-		sroce_cq_post(qp->rcq, cqe, solicited);
 		sroce_queue_consumer_advance(&qp->rq, 1);
+		sroce_cq_post(qp->rcq, cqe, solicited);
 	}
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 }
