@@ -429,8 +429,7 @@ static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
 	resp->resid -= pkt->paylen;
 	resp->msg = (pkt->mask & SROCE_M_END) ? SROCE_RESP_IDLE :
 						SROCE_RESP_WRITE;
-	if ((pkt->mask & (SROCE_M_END | SROCE_M_IMMDT)) !=
-	    (SROCE_M_END | SROCE_M_IMMDT))
+	if (!(pkt->mask & SROCE_M_END) || !(pkt->mask & SROCE_M_IMMDT))
 		return 0;
 
 	cqe.opcode = IB_WC_RECV_RDMA_WITH_IMM;
