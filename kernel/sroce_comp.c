@@ -337,7 +337,9 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 				    pkt->payload_off, NULL, pkt->paylen);
 	m->resp_off += pkt->paylen;
 	if (status == IB_WC_SUCCESS && pkt->psn != m->last_psn) {
+		/* Progress: the retry budget is for a stall, not a READ. */
 		qp->comp.una = sroce_psn_add(pkt->psn, 1);
+		qp->comp.retry_left = qp->attr.retry_cnt;
 		sroce_comp_arm_timer(qp);
 		return;
 	}

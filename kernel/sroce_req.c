@@ -23,7 +23,7 @@
 #include "sroce.h"
 #include "sroce_pkt.h"
 
-#define SROCE_REQ_WINDOW	512	/* unacknowledged PSNs in flight */
+#define SROCE_REQ_WINDOW	128	/* unacknowledged PSNs in flight */
 #define SROCE_REQ_ACK_EVERY	32	/* packets between AckReqs */
 #define SROCE_REQ_BUDGET	64	/* packets per pass */
 #define SROCE_REQ_FETCH_MAX	64	/* WQEs checked per fetch */

@@ -550,6 +550,27 @@ access_error:
 	return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 }
 
+/*
+ * The requester asks again from @psn (go-back-N): it has every answer
+ * before @psn, and will ask again for every request after it. Answers
+ * queued from @psn on would only reach it as garbage ahead of the ones
+ * it waits for, so they go (the queue is in PSN order).
+ */
+static void sroce_resp_tx_truncate(struct sroce_qp *qp, u32 psn)
+{
+	struct sroce_resp *resp = &qp->resp;
+	u32 i;
+
+	for (i = resp->tx_head; i != resp->tx_tail; i++) {
+		struct sroce_resp_tx *tx = &resp->txq[i % resp->txq_size];
+
+		if (sroce_psn_diff(tx->psn, psn) >= 0) {
+			resp->tx_tail = i;
+			return;
+		}
+	}
+}
+
 /* A request before the expected PSN: answer it again, do it not again. */
 static u32 sroce_resp_duplicate(struct sroce_qp *qp,
 				const struct sroce_pkt *pkt)
@@ -560,6 +581,12 @@ static u32 sroce_resp_duplicate(struct sroce_qp *qp,
 
 	sroce_count(sdev, SROCE_CNT_DUP_REQUESTS, 1);
 	if (!(pkt->mask & (SROCE_M_READ | SROCE_M_ATOMIC))) {
+		/*
+		 * Re-acknowledge where the requester asked for an ACK: one
+		 * per resent message, not one per resent packet.
+		 */
+		if (!pkt->ackreq)
+			return 0;
 		sroce_resp_queue_ack(qp, SROCE_AETH_CREDIT_INVALID,
 				     sroce_psn_add(resp->psn, SROCE_PSN_MASK));
 		return SROCE_RESP_KICK;
@@ -576,6 +603,7 @@ static u32 sroce_resp_duplicate(struct sroce_qp *qp,
 		if ((pkt->mask & SROCE_M_ATOMIC) && pkt->psn != res->first_psn)
 			continue;
 		/* Replayed, not re-executed: an atomic keeps its result. */
+		sroce_resp_tx_truncate(qp, pkt->psn);
 		sroce_resp_queue_res(qp, res, pkt->psn);
 		return SROCE_RESP_KICK;
 	}
