@@ -85,6 +85,22 @@ vm_gmsg() {
 
 # ---- kernel and initramfs ---------------------------------------------------------
 
+# The debug test kernel (tools/debug-kernel, "make debug-kernel"): its
+# bzImage, and its modules (build/debug-kernel/root/lib/modules/<release>),
+# which the guest sees at /lib/modules/<release> (see initramfs-init).
+VM_DEBUG_KERNEL_DIR=$VM_TOOLS_REPO/build/debug-kernel
+vm_use_debug_kernel() {
+	local d=$VM_DEBUG_KERNEL_DIR krel
+	if [ ! -f "$d/bzImage" ] || [ ! -f "$d/krel" ]; then
+		vm_die "no debug kernel in $d: make debug-kernel (about an hour)"
+	fi
+	krel=$(cat "$d/krel")
+	VM_KERNEL=$d/bzImage
+	VM_MODDIR=$d/root/lib/modules/$krel
+	"$VM_TOOLS_REPO/tools/debug-kernel" --check 2>/dev/null ||
+		vm_msg "warning: the debug kernel is older than tools/debug-kernel{,.config}: make debug-kernel"
+}
+
 # Kernel release string from a bzImage's setup header.
 vm_kernel_version() {
 	local k=$1 off s
