@@ -10,27 +10,52 @@
 #                      libibverbs' provider dir, driver file -> /etc/libibverbs.d
 #
 # KDIR selects the kernel to build against (default: Debian's 6.12 headers).
+#
+# The debug test kernel (KASAN, lockdep, kmemleak, KUnit; tools/debug-kernel):
+#   make debug-kernel  build it (once; long) into build/debug-kernel/
+#   make debug-modules sroce.ko + sroce_ktest.ko against it, in a copy of the
+#                      sources (build/debug-kernel/sroce), staged for the VM
+#   make debug-vm CMD='...'   boot it, run CMD (bash) in the guest
+#   make check-debug   the VM suite on it
+#   make DEBUG_KERNEL=1 module|ktest|stage|install-module   (or KVER=<its
+#                      release>): any module target against it
 
+DK	:= $(CURDIR)/build/debug-kernel
+ifeq ($(DEBUG_KERNEL),1)
+KVER	?= $(shell cat $(DK)/krel 2>/dev/null)
+endif
 KVER	?= 6.12.113+deb12-amd64
+ifneq ($(filter %-sroce-debug,$(KVER)),)
+DEBUG_KERNEL := 1
+endif
+ifeq ($(DEBUG_KERNEL),1)
+# The module is built in a copy of its sources: kernel/sroce.ko stays the
+# one for Debian's kernel.
+KDIR	?= $(DK)/src
+MSRC	:= $(DK)/sroce
+else
+MSRC	:= $(CURDIR)
+endif
 KDIR	?= /lib/modules/$(KVER)/build
 W	?= 1
 BUILD	:= $(CURDIR)/build
 DESTDIR	?=
 
 .PHONY: all module provider tools ktest install install-module install-provider \
-	check check-host check-vm demo deps stage clean clean-module
+	check check-host check-vm demo deps stage clean clean-module \
+	debug-kernel debug-src debug-modules debug-vm check-debug clean-debug-kernel
 
 all: module provider tools ktest
 
-module:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) W=$(W) modules
+module: $(if $(filter 1,$(DEBUG_KERNEL)),debug-src)
+	$(MAKE) -C $(KDIR) M=$(MSRC) W=$(W) modules
 
 provider:
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider
 
 # Test-only kernel module (tests/kmod): kernel-consumer checks in the VM.
-ktest:
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod W=$(W) modules
+ktest: $(if $(filter 1,$(DEBUG_KERNEL)),debug-src)
+	$(MAKE) -C $(KDIR) M=$(MSRC)/tests/kmod W=$(W) modules
 
 tools: provider
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider tools
@@ -39,7 +64,7 @@ install: install-module install-provider
 
 # kbuild runs depmod itself (DEPMOD=true skips it, for staged trees).
 install-module: module
-	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates \
+	$(MAKE) -C $(KDIR) M=$(MSRC) INSTALL_MOD_DIR=updates \
 		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) \
 		$(if $(DEPMOD),DEPMOD=$(DEPMOD)) modules_install
 
@@ -67,9 +92,40 @@ demo: all stage
 	tools/demo
 
 clean-module:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/tests/kmod clean
+	$(MAKE) -C $(KDIR) M=$(MSRC) clean
+	$(MAKE) -C $(KDIR) M=$(MSRC)/tests/kmod clean
 
+# ---- the debug test kernel (Documentation/testing.rst) ----------------------
+
+debug-kernel:
+	tools/debug-kernel
+
+# The module's sources, copied (mtimes kept: kbuild stays incremental).
+debug-src:
+	@test -f $(DK)/krel || { echo "no debug kernel: make debug-kernel first" >&2; exit 1; }
+	@mkdir -p $(DK)/sroce
+	rsync -a -R --prune-empty-dirs --include='*/' --include='*.[ch]' \
+		--include=Kbuild --exclude='*' Kbuild kernel uapi tests/kmod $(DK)/sroce/
+
+debug-modules: debug-kernel
+	$(MAKE) DEBUG_KERNEL=1 module ktest stage
+
+# make debug-vm CMD='tests/vm/run-all 21-qp.sh'   (VM_ARGS: more tools/vm/run
+# options, e.g. VM_ARGS='-v --kmemleak')
+export CMD
+debug-vm: debug-modules provider tools
+	@test -n "$$CMD" || { echo "usage: make debug-vm CMD='shell commands'" >&2; exit 2; }
+	tools/vm/run --debug-kernel $(VM_ARGS) -c "$$CMD"
+
+check-debug: debug-modules provider tools
+	tools/check --vm-only --debug-kernel
+
+# The debug kernel (an hour to build) survives "make clean"; the sroce
+# build against it does not.
 clean: clean-module
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider clean
-	rm -rf $(BUILD)
+	rm -rf $(DK)/sroce $(DK)/modstage
+	find $(BUILD) -mindepth 1 -maxdepth 1 ! -name debug-kernel -exec rm -rf {} + 2>/dev/null || true
+
+clean-debug-kernel:
+	rm -rf $(DK)

@@ -23,7 +23,7 @@ tap_check "make install-module (DEPMOD=true)" \
 tap_check "  sroce.ko(.xz) in /lib/modules/$kver/updates/" \
 	bash -c "ls /lib/modules/$kver/updates/kernel/sroce.ko*"
 # The host-side depmod of the same install (tools/stage-modules).
-cp "$SROCE_REPO"/build/vm/modstage/lib/modules/"$kver"/modules.* /lib/modules/"$kver"/
+cp "$SROCE_MODSTAGE"/lib/modules/"$kver"/modules.* /lib/modules/"$kver"/
 tap_check "make install-provider" make -s -C "$SROCE_REPO" install-provider
 libdir=$(dirname "$(ls /usr/lib/*/libibverbs/librxe-rdmav34.so)")
 tap_check "  libsroce-rdmav34.so in $libdir" test -f "$libdir/libsroce-rdmav34.so"

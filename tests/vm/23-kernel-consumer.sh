@@ -18,7 +18,7 @@ tap_plan 4
 sroce_single_device || tap_bail "set-up: sroce0 on vethA"
 
 tap_check "insmod sroce_ktest dev=sroce0 (all kernel-verbs checks pass)" \
-	insmod "$SROCE_REPO/tests/kmod/sroce_ktest.ko" dev=sroce0
+	insmod "$SROCE_KTEST_KO" dev=sroce0
 log=$(dmesg | grep 'sroce_ktest: ')
 tap_diag "$log"
 tap_check "its checks ran (a plan of at least 10)" \

@@ -8,10 +8,21 @@
 # module and the provider here changes nothing on the host.
 
 SROCE_REPO=${SROCE_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-SROCE_KO=${SROCE_KO:-$SROCE_REPO/kernel/sroce.ko}
+KREL=$(uname -r)
+# The modules built for the running kernel and their staged indexes
+# (tools/stage-modules): the debug test kernel (tools/debug-kernel) has its
+# own build in build/debug-kernel.
+if [[ $KREL == *-sroce-debug ]]; then
+	SROCE_KBUILD=${SROCE_KBUILD:-$SROCE_REPO/build/debug-kernel/sroce}
+	SROCE_MODSTAGE=${SROCE_MODSTAGE:-$SROCE_REPO/build/debug-kernel/modstage}
+else
+	SROCE_KBUILD=${SROCE_KBUILD:-$SROCE_REPO}
+	SROCE_MODSTAGE=${SROCE_MODSTAGE:-$SROCE_REPO/build/vm/modstage}
+fi
+SROCE_KO=${SROCE_KO:-$SROCE_KBUILD/kernel/sroce.ko}
+SROCE_KTEST_KO=${SROCE_KTEST_KO:-$SROCE_KBUILD/tests/kmod/sroce_ktest.ko}
 SROCE_PROVIDER=${SROCE_PROVIDER:-$SROCE_REPO/build/provider/libsroce}
 SROCE_BIN=${SROCE_BIN:-$SROCE_REPO/build/tests}
-KREL=$(uname -r)
 
 # Install the module where modprobe finds it and the provider where
 # libibverbs finds it (a driver file naming the build by absolute path).
@@ -19,7 +30,7 @@ KREL=$(uname -r)
 # depmod -a inside a TCG guest takes a minute.
 sroce_install() {
 	local mods=/lib/modules/$KREL
-	local stage=$SROCE_REPO/build/vm/modstage
+	local stage=$SROCE_MODSTAGE
 	if cmp -s "$SROCE_KO" "$stage/sroce.ko.built"; then
 		if ! cmp -s "$SROCE_KO" /run/sroce.ko.installed; then
 			cp -r "$stage/lib/modules/$KREL/updates" "$mods/"
