@@ -96,6 +96,18 @@ sroce_single_device() {
 	SROCE_GID=$(sroce_wait_gid sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
 }
 
+# The two-host set-up of the transport tests: nsA/nsB joined by a veth
+# pair with MTU ${1:-1500}, sroce0 on vethA (10.77.0.1), sroce1 on vethB
+# (10.77.0.2); SROCE_GID_A / SROCE_GID_B are their RoCE v2 IPv4 GIDs.
+sroce_two_devices() {
+	vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 "${1:-1500}" &&
+	sroce_load &&
+	ip netns exec nsA rdma link add sroce0 type sroce netdev vethA &&
+	ip netns exec nsB rdma link add sroce1 type sroce netdev vethB &&
+	SROCE_GID_A=$(sroce_wait_gid sroce0 "$(sroce_ipv4_gid 10.77.0.1)") &&
+	SROCE_GID_B=$(sroce_wait_gid sroce1 "$(sroce_ipv4_gid 10.77.0.2)")
+}
+
 # Print the GID index once ib_core has added it (up to 10 s).
 sroce_wait_gid() {
 	local i
