@@ -185,3 +185,52 @@ sroce_wait() {
 
 export -f contains sroce_resources sroce_devices sroce_port_state sroce_gid_index sroce_ipv4_gid \
 	sroce_counter sroce_wait
+
+# sroce_pair SRV_NS CLI_NS PORT SERVER_CMD... -- CLIENT_CMD...
+# Client/server verbs programs (ibv_*_pingpong, perftest, sroce_integrity):
+# the server runs in SRV_NS ("-" = init_net) in the background, the client
+# in CLI_NS once the server listens on TCP PORT. Both get SROCE_PAIR_TMO
+# seconds (default 120). Output: $SROCE_PAIR_DIR/server and .../client.
+# Returns 0 only if both exit 0; on failure prints both outputs' tails.
+SROCE_PAIR_DIR=${SROCE_PAIR_DIR:-/tmp/sroce-pair}
+sroce_pair() {
+	local sns=$1 cns=$2 port=$3 srv=() cli=() spid src crc
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	mkdir -p "$SROCE_PAIR_DIR"
+	_sroce_in_ns "$sns" timeout "${SROCE_PAIR_TMO:-120}" "${srv[@]}" \
+		>"$SROCE_PAIR_DIR/server" 2>&1 </dev/null &
+	spid=$!
+	if [ "$sns" = - ]; then vm_wait_listen "$port" 30; else vm_wait_listen -n "$sns" "$port" 30; fi
+	_sroce_in_ns "$cns" timeout "${SROCE_PAIR_TMO:-120}" "${cli[@]}" \
+		>"$SROCE_PAIR_DIR/client" 2>&1 </dev/null
+	crc=$?
+	wait "$spid"
+	src=$?
+	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+		echo "client exit $crc, server exit $src"
+		echo "--- client:"; tail -n 15 "$SROCE_PAIR_DIR/client"
+		echo "--- server:"; tail -n 15 "$SROCE_PAIR_DIR/server"
+		return 1
+	fi
+}
+
+_sroce_in_ns() {
+	local ns=$1
+	shift
+	if [ "$ns" = - ]; then "$@"; else ip netns exec "$ns" "$@"; fi
+}
+
+# sroce_counters_nonzero DEV NAME...: every named hw counter of DEV is > 0.
+sroce_counters_nonzero() {
+	local dev=$1 c v rc=0
+	shift
+	for c in "$@"; do
+		v=$(sroce_counter "$dev" "$c")
+		echo "$dev $c = $v"
+		[ "${v:-0}" -gt 0 ] || rc=1
+	done
+	return $rc
+}
