@@ -1,0 +1,1195 @@
+// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+//
+// sroce_rc_errors - the error paths of the RC transport, seen through
+// libibverbs only. One process opens two devices (RDMA devices are visible
+// from every network namespace in the "shared" netns mode) and connects an
+// RC QP on each to the other, so it controls both ends: it registers the
+// responder's memory, fills it with a pattern and checks it byte for byte.
+//
+//   sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B [-w SECONDS]
+//                   [-o GROUPS] [--inject rkey] [-v]
+//
+// A (the requester) sends to B (the responder). Every check is one TAP
+// point that asserts exact statuses, wr_ids in posting order, opcodes and
+// byte counts of successful completions, QP states and memory contents
+// (the MR and a guard page either side of it):
+//
+//   rkey     WRITE with the rkey of a deregistered MR (over the same
+//            memory), a made-up one (the target's index, another variant;
+//            an index that does not exist) and one of an MR in another PD:
+//            IBV_WC_REM_ACCESS_ERR, the WQEs after it IBV_WC_WR_FLUSH_ERR
+//            in order, target memory unchanged, the responder QP in ERR
+//            with its posted receives flushed in order
+//   bounds   WRITE 1 byte past the MR's end (after a WRITE that fits
+//            exactly, which must land), one starting 1 byte before it, a
+//            3-packet WRITE 1 byte past the end, a READ 1 byte past it
+//   access   WRITE to an MR without REMOTE_WRITE, READ from one without
+//            REMOTE_READ, FETCH_ADD on one without REMOTE_ATOMIC, WRITE
+//            through a QP without REMOTE_WRITE access
+//   read     READ with a bad rkey: REM_ACCESS_ERR, local buffer unchanged
+//   gone     the responder QP destroyed (or moved to RESET), timeout 12
+//            (16.8 ms): the first WQE IBV_WC_RETRY_EXC_ERR after at least
+//            (retry_cnt + 1) x timeout x 0.5 and within 5 s, the rest
+//            flushed; retry_cnt 3 and 0; the device's retransmit_timeouts
+//            grows by exactly retry_cnt
+//   rnr      no receive posted, rnr_retry 2 and 0: IBV_WC_RNR_RETRY_EXC_ERR
+//            after exactly rnr_retry + 1 RNR NAKs; rnr_retry 7 (infinite)
+//            with the receive posted 100 ms late: the SEND completes then,
+//            and the data arrives intact
+//   atomic   FETCH_ADD and CMP_SWAP (hit and miss), one at a time and 16 /
+//            8 in flight: the original value in the local buffer, the
+//            target changed exactly, its neighbours not at all
+//   len      SEND larger than the posted receive (1 and 3 packets): the
+//            requester IBV_WC_REM_INV_REQ_ERR, the receive
+//            IBV_WC_LOC_LEN_ERR, nothing written beyond its buffer
+//
+// The hw counters in /sys/class/infiniband/DEV/ports/1/hw_counters are
+// checked where they are exact (sroce's names; skipped when absent).
+// No completion is waited for longer than -w seconds (default 10): a
+// missing one fails its point. --inject rkey uses the valid rkey where a
+// bad one belongs, to see the checks fail. The exit status is 1 if any
+// point failed.
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <infiniband/verbs.h>
+
+#include "tap.hpp"
+#include "verbs_util.hpp"
+
+namespace {
+
+constexpr size_t PAGE = 4096;
+constexpr size_t GUARD = PAGE;	// checked bytes either side of an MR
+constexpr int ALL_REMOTE = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+double g_wait = 10;		// seconds any completion may take
+bool g_verbose;
+bool g_inject_rkey;		// use the valid rkey where a bad one belongs
+
+double now()
+{
+	timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// ---- one TAP point: failures collected, reported at once ------------------
+
+struct point {
+	std::vector<std::string> why;
+
+	__attribute__((format(printf, 2, 3))) void fail(const char *fmt, ...)
+	{
+		char b[512];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(b, sizeof(b), fmt, ap);
+		va_end(ap);
+		why.emplace_back(b);
+	}
+
+	bool ok() const { return why.empty(); }
+
+	__attribute__((format(printf, 2, 3))) bool report(const char *fmt, ...)
+	{
+		char b[512];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(b, sizeof(b), fmt, ap);
+		va_end(ap);
+		bool r = tap::check(why.empty(), "%s", b);
+		for (auto &w : why)
+			tap::diag("%s", w.c_str());
+		fflush(stdout);
+		why.clear();
+		return r;
+	}
+};
+
+// A point that is not applicable here (TAP SKIP).
+void skip(const char *desc, const char *reason)
+{
+	tap::check(true, "%s # SKIP %s", desc, reason);
+}
+
+// ---- devices ----------------------------------------------------------------
+
+struct dev {
+	const char *name = nullptr;
+	int gid_index = -1;
+	ibv_context *ctx = nullptr;
+	ibv_pd *pd = nullptr;
+	ibv_device_attr da = {};
+	ibv_port_attr port = {};
+	ibv_gid gid = {};
+};
+
+dev A, B;
+ibv_mtu g_mtu = IBV_MTU_1024;
+uint32_t g_mtu_bytes = 1024;
+
+// A hw counter of port 1, or -1 when there is none by that name.
+long long counter(const dev &d, const char *name)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", d.name,
+		 name);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	long long v = -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+// A counter's value at construction; its growth checked later.
+struct delta {
+	const dev *d;
+	const char *name;
+	long long before;
+	delta(const dev &dv, const char *n) : d(&dv), name(n), before(counter(dv, n)) {}
+	bool available() const { return before >= 0; }
+	long long grown() const { return counter(*d, name) - before; }
+};
+
+// Counter point: each delta must have grown by exactly @want (or, for
+// want < 0, by at least 1).
+void check_counters(const char *desc, std::initializer_list<std::pair<const delta *, long long>> l)
+{
+	point P;
+	std::string got;
+	for (auto &[dl, want] : l) {
+		if (!dl->available()) {
+			skip(desc, "no such hw counter");
+			return;
+		}
+		long long g = dl->grown();
+		char b[128];
+		snprintf(b, sizeof(b), "%s%s %s +%lld", got.empty() ? "" : ", ", dl->d->name,
+			 dl->name, g);
+		got += b;
+		if (want < 0 ? g < 1 : g != want)
+			P.fail("%s %s grew by %lld, expected %s%lld", dl->d->name, dl->name, g,
+			       want < 0 ? "at least " : "", want < 0 ? 1 : want);
+	}
+	if (g_verbose || !P.ok())
+		tap::diag("%s", got.c_str());
+	P.report("%s", desc);
+}
+
+// ---- memory -----------------------------------------------------------------
+
+void pattern(uint8_t *p, size_t n, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 0x9e3779b9u;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = static_cast<uint8_t>(x >> 7);
+	}
+}
+
+// An MR of @len bytes with a guard page either side, all of it filled with
+// a pattern; ref is what every byte must hold.
+struct region {
+	const char *name = "";
+	uint8_t *base = nullptr;
+	size_t total = 0;
+	uint8_t *mem = nullptr;
+	size_t len = 0;
+	ibv_mr *mr = nullptr;
+	std::vector<uint8_t> ref;
+
+	uint64_t addr(long off = 0) const { return reinterpret_cast<uintptr_t>(mem) + off; }
+	uint32_t rkey() const { return mr ? mr->rkey : 0; }
+	uint32_t lkey() const { return mr ? mr->lkey : 0; }
+	// Expect @n bytes at MR offset @off to hold @src from now on.
+	void expect(size_t off, const void *src, size_t n)
+	{
+		memcpy(ref.data() + GUARD + off, src, n);
+	}
+	// Accept whatever the bytes at MR offset @off hold now.
+	void accept(size_t off, size_t n)
+	{
+		memcpy(ref.data() + GUARD + off, mem + off, n);
+	}
+};
+
+bool region_make(point &P, region &r, const char *name, dev &d, size_t len, int access,
+		 uint32_t seed)
+{
+	r.name = name;
+	r.len = len;
+	r.total = len + 2 * GUARD;
+	r.base = static_cast<uint8_t *>(aligned_alloc(PAGE, (r.total + PAGE - 1) / PAGE * PAGE));
+	if (!r.base) {
+		P.fail("%s: out of memory", name);
+		return false;
+	}
+	r.mem = r.base + GUARD;
+	pattern(r.base, r.total, seed);
+	r.ref.assign(r.base, r.base + r.total);
+	r.mr = ibv_reg_mr(d.pd, r.mem, len, access);
+	if (!r.mr)
+		P.fail("%s: ibv_reg_mr(%zu bytes, access 0x%x) on %s: %s", name, len, access,
+		       d.name, strerror(errno));
+	return r.mr != nullptr;
+}
+
+void region_free(region &r)
+{
+	if (r.mr)
+		ibv_dereg_mr(r.mr);
+	free(r.base);
+	r = region();
+}
+
+// Every byte of the MR and its guards holds what ref says.
+void region_check(point &P, const region &r)
+{
+	size_t ndiff = 0, first = 0;
+	for (size_t i = 0; i < r.total; i++)
+		if (r.base[i] != r.ref[i] && !ndiff++)
+			first = i;
+	if (!ndiff)
+		return;
+	long off = static_cast<long>(first) - static_cast<long>(GUARD);
+	const char *where = off < 0 ? "before the MR" :
+			    off >= static_cast<long>(r.len) ? "after the MR" : "in the MR";
+	P.fail("%s: %zu byte(s) differ, first at MR offset %ld (%s): expected 0x%02x got 0x%02x",
+	       r.name, ndiff, off, where, r.ref[first], r.base[first]);
+}
+
+// ---- queue pairs ------------------------------------------------------------
+
+struct qp_params {
+	uint8_t timeout = 17;		// 537 ms: no retransmission muddles counters
+	uint8_t retry_cnt = 7;
+	uint8_t rnr_retry = 7;
+	uint8_t min_rnr_timer = 12;	// the responder's (B's)
+	int access_a = ALL_REMOTE;	// qp_access_flags
+	int access_b = ALL_REMOTE;
+	uint32_t psn_ab = 0x123456;	// A's sq_psn, B's rq_psn
+	uint32_t psn_ba = 0x6543;
+};
+
+struct end {
+	dev *d = nullptr;
+	ibv_cq *cq = nullptr;
+	ibv_qp *qp = nullptr;
+	uint32_t qpn = 0;
+};
+
+struct conn {
+	end a, b;
+};
+
+const char *state_name(int s)
+{
+	static const char *const n[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
+	return s >= 0 && s <= IBV_QPS_ERR ? n[s] : "?";
+}
+
+int qp_state(ibv_qp *qp)
+{
+	ibv_qp_attr a = {};
+	ibv_qp_init_attr ia = {};
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return -1;
+	return a.qp_state;
+}
+
+void expect_state(point &P, const char *who, ibv_qp *qp, ibv_qp_state want)
+{
+	int s = qp_state(qp);
+	if (s != want)
+		P.fail("%s QP is in %s (%d), expected %s", who, state_name(s), s,
+		       state_name(want));
+}
+
+int to_state(ibv_qp *qp, ibv_qp_state s)
+{
+	ibv_qp_attr a = {};
+	a.qp_state = s;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+bool end_make(point &P, end &e, dev &d)
+{
+	e.d = &d;
+	e.cq = ibv_create_cq(d.ctx, 256, nullptr, nullptr, 0);
+	if (!e.cq) {
+		P.fail("%s: ibv_create_cq: %s", d.name, strerror(errno));
+		return false;
+	}
+	ibv_qp_init_attr ia = {};
+	ia.send_cq = e.cq;
+	ia.recv_cq = e.cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 64;
+	ia.cap.max_recv_wr = 64;
+	ia.cap.max_send_sge = 2;
+	ia.cap.max_recv_sge = 2;
+	e.qp = ibv_create_qp(d.pd, &ia);
+	if (!e.qp) {
+		P.fail("%s: ibv_create_qp: %s", d.name, strerror(errno));
+		return false;
+	}
+	e.qpn = e.qp->qp_num;
+	return true;
+}
+
+// ibv_rc_pingpong's three steps, for one end.
+int qp_connect(end &self, const end &peer, int access, uint32_t sq_psn, uint32_t rq_psn,
+	       uint8_t min_rnr_timer, const qp_params &p)
+{
+	ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qp_access_flags = access;
+	int r = ibv_modify_qp(self.qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (r)
+		return r;
+
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = g_mtu;
+	a.dest_qp_num = peer.qpn;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = std::clamp(self.d->da.max_qp_rd_atom, 1, 16);
+	a.min_rnr_timer = min_rnr_timer;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = peer.d->gid;
+	a.ah_attr.grh.sgid_index = self.d->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	r = ibv_modify_qp(self.qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (r)
+		return r;
+
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = p.timeout;
+	a.retry_cnt = p.retry_cnt;
+	a.rnr_retry = p.rnr_retry;
+	a.sq_psn = sq_psn;
+	a.max_rd_atomic = std::clamp(std::min(self.d->da.max_qp_init_rd_atom,
+					      peer.d->da.max_qp_rd_atom), 1, 16);
+	return ibv_modify_qp(self.qp, &a,
+			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+// A fresh RC QP on A and on B, connected to each other, both in RTS.
+bool conn_make(point &P, conn &c, const qp_params &p)
+{
+	if (!end_make(P, c.a, A) || !end_make(P, c.b, B))
+		return false;
+	int r = qp_connect(c.a, c.b, p.access_a, p.psn_ab, p.psn_ba, 12, p);
+	if (r) {
+		P.fail("connect %s QP %u: ibv_modify_qp: %s", A.name, c.a.qpn, strerror(r));
+		return false;
+	}
+	r = qp_connect(c.b, c.a, p.access_b, p.psn_ba, p.psn_ab, p.min_rnr_timer, p);
+	if (r) {
+		P.fail("connect %s QP %u: ibv_modify_qp: %s", B.name, c.b.qpn, strerror(r));
+		return false;
+	}
+	return true;
+}
+
+void conn_free(conn &c)
+{
+	for (end *e : {&c.a, &c.b}) {
+		if (e->qp)
+			ibv_destroy_qp(e->qp);
+		if (e->cq)
+			ibv_destroy_cq(e->cq);
+		*e = end();
+	}
+}
+
+// ---- posting ----------------------------------------------------------------
+
+int post(ibv_qp *qp, uint64_t wr_id, ibv_wr_opcode op, const region &l, size_t loff,
+	 uint32_t len, uint64_t raddr = 0, uint32_t rkey = 0, uint64_t cmp_add = 0,
+	 uint64_t swap = 0)
+{
+	ibv_sge sge = {l.addr(loff), len, l.lkey()};
+	ibv_send_wr wr = {};
+	ibv_send_wr *bad;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = cmp_add;
+		wr.wr.atomic.swap = swap;
+	} else if (op != IBV_WR_SEND) {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+int post_recv(ibv_qp *qp, uint64_t wr_id, const region &l, size_t loff, uint32_t len)
+{
+	ibv_sge sge = {l.addr(loff), len, l.lkey()};
+	ibv_recv_wr wr = {};
+	ibv_recv_wr *bad;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+// Posting is part of what a point checks: a refused post fails it.
+void posted(point &P, int r, const char *what, uint64_t wr_id)
+{
+	if (r)
+		P.fail("posting %s (wr_id %llu) failed: %s", what,
+		       static_cast<unsigned long long>(wr_id), strerror(r));
+}
+
+// ---- completions ------------------------------------------------------------
+
+const char *wc_opcode_name(int op)
+{
+	switch (op) {
+	case IBV_WC_SEND: return "SEND";
+	case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
+	case IBV_WC_RDMA_READ: return "RDMA_READ";
+	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
+	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_RECV: return "RECV";
+	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+	default: return "?";
+	}
+}
+
+// Up to @n completions of @cq, waiting at most @wait seconds; *t_first gets
+// the time the first one was seen.
+std::vector<ibv_wc> poll_n(ibv_cq *cq, size_t n, double wait, double *t_first = nullptr)
+{
+	std::vector<ibv_wc> got;
+	double end = now() + wait;
+	while (got.size() < n) {
+		ibv_wc wc[16];
+		int k = ibv_poll_cq(cq, static_cast<int>(std::min<size_t>(16, n - got.size())), wc);
+		if (k < 0)
+			break;
+		if (k > 0 && got.empty() && t_first)
+			*t_first = now();
+		got.insert(got.end(), wc, wc + k);
+		if (k == 0) {
+			if (now() > end)
+				break;
+			usleep(200);
+		}
+	}
+	return got;
+}
+
+struct want {
+	uint64_t wr_id;
+	ibv_wc_status status;
+	int opcode = -1;	// checked on success only (undefined on error)
+	int64_t len = -1;	// byte_len, on success only
+};
+
+// The next completions of @cq are exactly @w, in this order (wr_id, status,
+// QP, and opcode and byte_len of the successful ones), and then no more.
+void expect_wcs(point &P, const char *who, ibv_cq *cq, uint32_t qpn, const std::vector<want> &w,
+		double *t_first = nullptr)
+{
+	auto got = poll_n(cq, w.size(), g_wait, t_first);
+	if (got.size() < w.size())
+		P.fail("%s: %zu of %zu completion(s) within %g s", who, got.size(), w.size(),
+		       g_wait);
+	for (size_t i = 0; i < got.size(); i++) {
+		const ibv_wc &g = got[i];
+		const want &x = w[i];
+		bool bad = g.wr_id != x.wr_id || g.status != x.status || g.qp_num != qpn;
+		if (g.status == IBV_WC_SUCCESS && x.status == IBV_WC_SUCCESS) {
+			bad |= x.opcode >= 0 && g.opcode != x.opcode;
+			bad |= x.len >= 0 && g.byte_len != static_cast<uint64_t>(x.len);
+		}
+		if (bad || g_verbose)
+			tap::diag("%s completion %zu: wr_id %llu %s (%d) qp %u opcode %s byte_len %u",
+				  who, i + 1, static_cast<unsigned long long>(g.wr_id),
+				  ibv_wc_status_str(g.status), g.status, g.qp_num,
+				  wc_opcode_name(g.opcode), g.byte_len);
+		if (bad)
+			P.fail("%s completion %zu: expected wr_id %llu %s qp %u%s%s%s%s", who, i + 1,
+			       static_cast<unsigned long long>(x.wr_id), ibv_wc_status_str(x.status),
+			       qpn, x.opcode >= 0 ? " opcode " : "",
+			       x.opcode >= 0 ? wc_opcode_name(x.opcode) : "",
+			       x.len >= 0 ? " byte_len " : "",
+			       x.len >= 0 ? std::to_string(x.len).c_str() : "");
+	}
+	// Nothing more may follow.
+	for (auto &g : poll_n(cq, 8, 0.005))
+		P.fail("%s: unexpected completion wr_id %llu %s qp %u", who,
+		       static_cast<unsigned long long>(g.wr_id), ibv_wc_status_str(g.status),
+		       g.qp_num);
+}
+
+// ---- 1. rkey ----------------------------------------------------------------
+
+enum bad_key { KEY_DEREG, KEY_VARIANT, KEY_NO_INDEX, KEY_OTHER_PD };
+const char *const bad_key_names[] = {
+	"the rkey of a deregistered MR",
+	"a made-up rkey (the target's index, another variant)",
+	"a made-up rkey (no MR at its index)",
+	"the rkey of an MR in another PD",
+};
+
+// A bad rkey for @tgt (on B) of the given kind. *other_pd and *other_mr
+// are what the caller frees.
+uint32_t make_bad_key(point &P, bad_key kind, const region &tgt, ibv_pd **other_pd,
+		      ibv_mr **other_mr)
+{
+	uint32_t k = 0;
+	switch (kind) {
+	case KEY_DEREG: {
+		// Over the same memory: a stale key must not reach it.
+		ibv_mr *mr = ibv_reg_mr(B.pd, tgt.mem, tgt.len, ALL_REMOTE);
+		if (!mr) {
+			P.fail("ibv_reg_mr: %s", strerror(errno));
+			return 0;
+		}
+		k = mr->rkey;
+		ibv_dereg_mr(mr);
+		break;
+	}
+	case KEY_VARIANT:
+		k = tgt.rkey() ^ 0x5a;
+		break;
+	case KEY_NO_INDEX:
+		k = (tgt.rkey() ^ 0x00ff0000u) | 0x80000000u;
+		break;
+	case KEY_OTHER_PD:
+		*other_pd = ibv_alloc_pd(B.ctx);
+		*other_mr = *other_pd ? ibv_reg_mr(*other_pd, tgt.mem, tgt.len, ALL_REMOTE) :
+					nullptr;
+		if (!*other_mr) {
+			P.fail("MR in a second PD: %s", strerror(errno));
+			return 0;
+		}
+		k = (*other_mr)->rkey;
+		break;
+	}
+	if (k == tgt.rkey())
+		P.fail("the bad key 0x%x equals the target's", k);
+	return g_inject_rkey ? tgt.rkey() : k;
+}
+
+void test_write_bad_rkey(bad_key kind)
+{
+	point P;
+	conn c;
+	region tgt, src, rbuf;
+	ibv_pd *opd = nullptr;
+	ibv_mr *omr = nullptr;
+	qp_params p;
+
+	if (region_make(P, tgt, "target", B, 8192, ALL_REMOTE, 11) &&
+	    region_make(P, src, "source", A, 8192, IBV_ACCESS_LOCAL_WRITE, 12) &&
+	    region_make(P, rbuf, "receive buffer", B, 4096, IBV_ACCESS_LOCAL_WRITE, 13) &&
+	    conn_make(P, c, p)) {
+		uint32_t bad = make_bad_key(P, kind, tgt, &opd, &omr);
+		for (int i = 0; i < 4; i++)
+			posted(P, post_recv(c.b.qp, 100 + i, rbuf, 64 * i, 64), "receive", 100 + i);
+		// The bad WRITE, then a WRITE, SEND, READ and WRITE that are valid
+		// but come after it: flushed, nothing of them executed.
+		posted(P, post(c.a.qp, 1, IBV_WR_RDMA_WRITE, src, 0, 256, tgt.addr(0), bad),
+		       "WRITE", 1);
+		posted(P, post(c.a.qp, 2, IBV_WR_RDMA_WRITE, src, 256, 256, tgt.addr(256),
+			       tgt.rkey()), "WRITE", 2);
+		posted(P, post(c.a.qp, 3, IBV_WR_SEND, src, 512, 64), "SEND", 3);
+		posted(P, post(c.a.qp, 4, IBV_WR_RDMA_READ, src, 1024, 512, tgt.addr(1024),
+			       tgt.rkey()), "READ", 4);
+		posted(P, post(c.a.qp, 5, IBV_WR_RDMA_WRITE, src, 2048, 3000, tgt.addr(2048),
+			       tgt.rkey()), "WRITE", 5);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{1, IBV_WC_REM_ACCESS_ERR},
+			    {2, IBV_WC_WR_FLUSH_ERR},
+			    {3, IBV_WC_WR_FLUSH_ERR},
+			    {4, IBV_WC_WR_FLUSH_ERR},
+			    {5, IBV_WC_WR_FLUSH_ERR}});
+		expect_wcs(P, "responder", c.b.cq, c.b.qpn,
+			   {{100, IBV_WC_WR_FLUSH_ERR},
+			    {101, IBV_WC_WR_FLUSH_ERR},
+			    {102, IBV_WC_WR_FLUSH_ERR},
+			    {103, IBV_WC_WR_FLUSH_ERR}});
+		expect_state(P, "requester", c.a.qp, IBV_QPS_ERR);
+		expect_state(P, "responder", c.b.qp, IBV_QPS_ERR);
+		region_check(P, tgt);
+		region_check(P, src);
+		region_check(P, rbuf);
+	}
+	P.report("WRITE with %s: REM_ACCESS_ERR, 4 WQEs after it flushed in order, target "
+		 "unchanged, responder in ERR with its 4 receives flushed in order",
+		 bad_key_names[kind]);
+	conn_free(c);
+	if (omr)
+		ibv_dereg_mr(omr);
+	if (opd)
+		ibv_dealloc_pd(opd);
+	region_free(rbuf);
+	region_free(src);
+	region_free(tgt);
+}
+
+// ---- 2-4. bounds, access rights, READ ---------------------------------------
+
+// One request that must fail with REM_ACCESS_ERR, then a SEND that must be
+// flushed; the target and the local buffer unchanged, both QPs in ERR.
+struct access_case {
+	const char *desc;
+	ibv_wr_opcode op;
+	long toff;		// target offset from the MR's start
+	uint32_t len;
+	int mr_access;		// of the target MR
+	int qp_access = ALL_REMOTE;	// B's qp_access_flags
+	bool bad_rkey = false;	// a deregistered MR's rkey
+	bool control = false;	// first a WRITE that ends exactly at the MR's end
+};
+
+void run_access_case(const access_case &k)
+{
+	point P;
+	conn c;
+	region tgt, loc;
+	qp_params p;
+	p.access_b = k.qp_access;
+
+	if (region_make(P, tgt, "target", B, 8192, k.mr_access, 21) &&
+	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 22) &&
+	    conn_make(P, c, p)) {
+		uint32_t rkey = tgt.rkey();
+		if (k.bad_rkey) {
+			ibv_mr *mr = ibv_reg_mr(B.pd, tgt.mem, tgt.len, ALL_REMOTE);
+			if (mr) {
+				rkey = g_inject_rkey ? rkey : mr->rkey;
+				ibv_dereg_mr(mr);
+			} else {
+				P.fail("ibv_reg_mr: %s", strerror(errno));
+			}
+		}
+		std::vector<want> w;
+		uint64_t id = 1;
+		if (k.control) {
+			posted(P, post(c.a.qp, id, IBV_WR_RDMA_WRITE, loc, 4096, 100,
+				       tgt.addr(tgt.len - 100), rkey), "WRITE", id);
+			tgt.expect(tgt.len - 100, loc.mem + 4096, 100);
+			w.push_back({id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE});
+		}
+		uint64_t cmp_add = 0x1111111111111111ull;
+		posted(P, post(c.a.qp, id, k.op, loc, 64, k.len, tgt.addr(k.toff), rkey, cmp_add,
+			       cmp_add), "request", id);
+		w.push_back({id++, IBV_WC_REM_ACCESS_ERR});
+		posted(P, post(c.a.qp, id, IBV_WR_SEND, loc, 0, 16), "SEND", id);
+		w.push_back({id++, IBV_WC_WR_FLUSH_ERR});
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn, w);
+		expect_wcs(P, "responder", c.b.cq, c.b.qpn, {});
+		expect_state(P, "requester", c.a.qp, IBV_QPS_ERR);
+		expect_state(P, "responder", c.b.qp, IBV_QPS_ERR);
+		region_check(P, tgt);
+		region_check(P, loc);
+	}
+	P.report("%s", k.desc);
+	conn_free(c);
+	region_free(loc);
+	region_free(tgt);
+}
+
+void test_bounds()
+{
+	constexpr int RW = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ;
+	access_case past = {"WRITE [end-100, end) lands; WRITE [end-100, end+1): "
+			    "REM_ACCESS_ERR, MR and the pages around it unchanged",
+			    IBV_WR_RDMA_WRITE, 8192 - 100, 101, RW};
+	past.control = true;
+	run_access_case(past);
+	run_access_case({"WRITE [start-1, start+99): REM_ACCESS_ERR, MR and the pages "
+			 "around it unchanged",
+			 IBV_WR_RDMA_WRITE, -1, 100, RW});
+	run_access_case({"3-packet WRITE ending 1 byte past the MR: REM_ACCESS_ERR, not one "
+			 "byte of it written",
+			 IBV_WR_RDMA_WRITE, 8192 - 2999, 3000, RW});
+	run_access_case({"READ [end-100, end+1): REM_ACCESS_ERR, local buffer unchanged",
+			 IBV_WR_RDMA_READ, 8192 - 100, 101, RW});
+}
+
+void test_access()
+{
+	run_access_case({"WRITE to an MR without REMOTE_WRITE: REM_ACCESS_ERR, target unchanged",
+			 IBV_WR_RDMA_WRITE, 0, 512,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_ATOMIC});
+	run_access_case({"READ from an MR without REMOTE_READ: REM_ACCESS_ERR, local buffer "
+			 "unchanged",
+			 IBV_WR_RDMA_READ, 0, 512,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_ATOMIC});
+	run_access_case({"FETCH_ADD on an MR without REMOTE_ATOMIC: REM_ACCESS_ERR, target and "
+			 "local buffer unchanged",
+			 IBV_WR_ATOMIC_FETCH_AND_ADD, 64, 8,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_READ});
+	access_case qpw = {"WRITE through a responder QP without REMOTE_WRITE access: "
+			   "REM_ACCESS_ERR, target unchanged",
+			   IBV_WR_RDMA_WRITE, 0, 512, ALL_REMOTE};
+	qpw.qp_access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	run_access_case(qpw);
+}
+
+void test_read()
+{
+	access_case k = {"READ with the rkey of a deregistered MR: REM_ACCESS_ERR, local "
+			 "buffer unchanged",
+			 IBV_WR_RDMA_READ, 0, 2048, ALL_REMOTE};
+	k.bad_rkey = true;
+	run_access_case(k);
+}
+
+// ---- 5. the peer vanishes ---------------------------------------------------
+
+void test_peer_gone(uint8_t retry_cnt, bool destroy)
+{
+	point P;
+	conn c;
+	region tgt, src;
+	qp_params p;
+	p.timeout = 12;
+	p.retry_cnt = retry_cnt;
+	const double T = 4.096e-6 * (1 << p.timeout);
+	const double lo = (retry_cnt + 1) * T * 0.5, hi = 5.0;
+	double elapsed = -1;
+	delta rto(A, "retransmit_timeouts"), rex(A, "retry_exceeded");
+	delta drop(B, destroy ? "rx_drop_no_qp" : "rx_drop_qp_state");
+	char desc[256];
+
+	snprintf(desc, sizeof(desc),
+		 "responder QP %s, timeout 12, retry_cnt %u: SEND RETRY_EXC_ERR after >= %.1f "
+		 "ms and < %.0f s, the WRITE after it flushed",
+		 destroy ? "destroyed" : "moved to RESET", retry_cnt, lo * 1e3, hi);
+	if (region_make(P, tgt, "target", B, 4096, ALL_REMOTE, 31) &&
+	    region_make(P, src, "source", A, 4096, IBV_ACCESS_LOCAL_WRITE, 32) &&
+	    conn_make(P, c, p)) {
+		if (destroy) {
+			if (ibv_destroy_qp(c.b.qp))
+				P.fail("ibv_destroy_qp on %s failed", B.name);
+			c.b.qp = nullptr;
+		} else if (to_state(c.b.qp, IBV_QPS_RESET)) {
+			P.fail("responder -> RESET failed");
+		}
+		double t0 = now(), t1 = 0;
+		posted(P, post(c.a.qp, 1, IBV_WR_SEND, src, 0, 100), "SEND", 1);
+		posted(P, post(c.a.qp, 2, IBV_WR_RDMA_WRITE, src, 100, 1000, tgt.addr(0),
+			       tgt.rkey()), "WRITE", 2);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{1, IBV_WC_RETRY_EXC_ERR}, {2, IBV_WC_WR_FLUSH_ERR}}, &t1);
+		if (t1 > 0) {
+			elapsed = t1 - t0;
+			if (elapsed < lo || elapsed >= hi)
+				P.fail("the error came after %.1f ms, expected [%.1f ms, %.0f s)",
+				       elapsed * 1e3, lo * 1e3, hi);
+		}
+		expect_state(P, "requester", c.a.qp, IBV_QPS_ERR);
+		if (!destroy)
+			expect_state(P, "responder", c.b.qp, IBV_QPS_RESET);
+		expect_wcs(P, "responder", c.b.cq, c.b.qpn, {});
+		region_check(P, tgt);
+		region_check(P, src);
+	}
+	if (elapsed >= 0)
+		tap::diag("retry_cnt %u: RETRY_EXC_ERR after %.1f ms ((retry_cnt + 1) x timeout "
+			  "= %.1f ms)", retry_cnt, elapsed * 1e3, (retry_cnt + 1) * T * 1e3);
+	P.report("%s", desc);
+	snprintf(desc, sizeof(desc),
+		 "retry_cnt %u: %s retransmit_timeouts +%u, retry_exceeded +1; %s %s grew",
+		 retry_cnt, A.name, retry_cnt, B.name, drop.name);
+	check_counters(desc, {{&rto, retry_cnt}, {&rex, 1}, {&drop, -1}});
+	conn_free(c);
+	region_free(src);
+	region_free(tgt);
+}
+
+// ---- 6. RNR -----------------------------------------------------------------
+
+void test_rnr_exceeded(uint8_t rnr_retry)
+{
+	point P;
+	conn c;
+	region src;
+	qp_params p;
+	p.rnr_retry = rnr_retry;
+	p.min_rnr_timer = 1;	// 0.01 ms
+	delta sent(B, "rnr_nak_sent"), rcvd(A, "rnr_nak_received"), rex(A, "retry_exceeded");
+	char desc[256];
+
+	if (region_make(P, src, "source", A, 4096, IBV_ACCESS_LOCAL_WRITE, 41) &&
+	    conn_make(P, c, p)) {
+		posted(P, post(c.a.qp, 1, IBV_WR_SEND, src, 0, 100), "SEND", 1);
+		posted(P, post(c.a.qp, 2, IBV_WR_SEND, src, 100, 100), "SEND", 2);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{1, IBV_WC_RNR_RETRY_EXC_ERR}, {2, IBV_WC_WR_FLUSH_ERR}});
+		expect_wcs(P, "responder", c.b.cq, c.b.qpn, {});
+		expect_state(P, "requester", c.a.qp, IBV_QPS_ERR);
+		// An RNR NAK is no error of the responder's.
+		expect_state(P, "responder", c.b.qp, IBV_QPS_RTS);
+		region_check(P, src);
+	}
+	P.report("no receive posted, rnr_retry %u: SEND RNR_RETRY_EXC_ERR, the next flushed, "
+		 "responder still in RTS", rnr_retry);
+	snprintf(desc, sizeof(desc),
+		 "rnr_retry %u: %u RNR NAKs sent by %s and received by %s, retry_exceeded +1",
+		 rnr_retry, rnr_retry + 1, B.name, A.name);
+	check_counters(desc, {{&sent, rnr_retry + 1}, {&rcvd, rnr_retry + 1}, {&rex, 1}});
+	conn_free(c);
+	region_free(src);
+}
+
+void test_rnr_recovers()
+{
+	point P;
+	conn c;
+	region src, rbuf;
+	qp_params p;
+	p.rnr_retry = 7;
+	p.min_rnr_timer = 1;
+	const uint32_t len = 3000;
+	delta sent(B, "rnr_nak_sent");
+
+	if (region_make(P, src, "source", A, 4096, IBV_ACCESS_LOCAL_WRITE, 51) &&
+	    region_make(P, rbuf, "receive buffer", B, 4096, IBV_ACCESS_LOCAL_WRITE, 52) &&
+	    conn_make(P, c, p)) {
+		posted(P, post(c.a.qp, 1, IBV_WR_SEND, src, 5, len), "SEND", 1);
+		// No receive for 100 ms: the SEND must not complete meanwhile.
+		for (auto &g : poll_n(c.a.cq, 1, 0.1))
+			P.fail("requester: completion wr_id %llu %s before any receive was posted",
+			       static_cast<unsigned long long>(g.wr_id),
+			       ibv_wc_status_str(g.status));
+		posted(P, post_recv(c.b.qp, 7, rbuf, 0, 4096), "receive", 7);
+		rbuf.expect(0, src.mem + 5, len);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn, {{1, IBV_WC_SUCCESS, IBV_WC_SEND}});
+		expect_wcs(P, "responder", c.b.cq, c.b.qpn,
+			   {{7, IBV_WC_SUCCESS, IBV_WC_RECV, len}});
+		expect_state(P, "requester", c.a.qp, IBV_QPS_RTS);
+		expect_state(P, "responder", c.b.qp, IBV_QPS_RTS);
+		region_check(P, rbuf);
+		region_check(P, src);
+		if (sent.available() && sent.grown() < 1)
+			P.fail("%s sent no RNR NAK", B.name);
+	}
+	P.report("rnr_retry 7 (infinite), receive posted 100 ms late: the %u-byte SEND "
+		 "completes then, RECV byte_len %u, data intact, nothing written past it",
+		 len, len);
+	conn_free(c);
+	region_free(rbuf);
+	region_free(src);
+}
+
+// ---- 7. atomics -------------------------------------------------------------
+
+uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+void test_atomics()
+{
+	point P, Pfa, Phit, Pmiss, Pburst, Pchain;
+	conn c;
+	region tgt, loc;
+	qp_params p;
+	constexpr size_t SLOT = 5 * 8;	// the target u64's MR offset
+	uint64_t v = 0x0123456789abcdefull;
+	const uint64_t poison = 0xeeeeeeeeeeeeeeeeull;
+
+	if (region_make(P, tgt, "target", B, 4096, ALL_REMOTE, 61) &&
+	    region_make(P, loc, "local buffer", A, 4096, IBV_ACCESS_LOCAL_WRITE, 62) &&
+	    conn_make(P, c, p)) {
+		auto target = [&]() {
+			uint64_t t;
+			memcpy(&t, tgt.mem + SLOT, 8);
+			return t;
+		};
+		memcpy(tgt.mem + SLOT, &v, 8);
+		tgt.accept(SLOT, 8);
+		uint64_t id = 1;
+
+		// One at a time: FETCH_ADD, CMP_SWAP that hits, CMP_SWAP that misses.
+		for (int i = 0; i < 30; i++) {
+			int kind = i % 3;
+			point &Q = kind == 0 ? Pfa : kind == 1 ? Phit : Pmiss;
+			size_t loff = 8 * (i + 1);
+			memcpy(loc.mem + loff, &poison, 8);
+			loc.accept(loff, 8);
+			uint64_t r = mix(i), nv = v, cmp = 0, swap = 0;
+			ibv_wr_opcode op = IBV_WR_ATOMIC_CMP_AND_SWP;
+			if (kind == 0) {
+				op = IBV_WR_ATOMIC_FETCH_AND_ADD;
+				cmp = (i & 1) ? r : r & 0xffff;	// large adds wrap
+				nv = v + cmp;
+			} else if (kind == 1) {
+				cmp = v;
+				swap = r;
+				nv = r;
+			} else {
+				cmp = v ^ (1ull << (i % 64));
+				swap = r;
+			}
+			posted(Q, post(c.a.qp, id, op, loc, loff, 8, tgt.addr(SLOT), tgt.rkey(),
+				       cmp, swap), "atomic", id);
+			expect_wcs(Q, "requester", c.a.cq, c.a.qpn,
+				   {{id, IBV_WC_SUCCESS,
+				     kind ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD, 8}});
+			id++;
+			uint64_t orig;
+			memcpy(&orig, loc.mem + loff, 8);
+			if (orig != v)
+				Q.fail("#%d: returned 0x%016llx, the target held 0x%016llx", i,
+				       static_cast<unsigned long long>(orig),
+				       static_cast<unsigned long long>(v));
+			if (target() != nv)
+				Q.fail("#%d: target is 0x%016llx, expected 0x%016llx", i,
+				       static_cast<unsigned long long>(target()),
+				       static_cast<unsigned long long>(nv));
+			loc.expect(loff, &v, 8);
+			tgt.expect(SLOT, &nv, 8);
+			v = nv;
+			region_check(Q, tgt);
+			region_check(Q, loc);
+		}
+		Pfa.report("10 x FETCH_ADD: the original value returned, the target = old + add "
+			   "(mod 2^64), its neighbours unchanged");
+		Phit.report("10 x CMP_SWAP, compare equal: the original value returned, the "
+			    "target swapped");
+		Pmiss.report("10 x CMP_SWAP, compare unequal: the original value returned, the "
+			     "target unchanged");
+
+		// 16 FETCH_ADDs in flight (max_rd_atomic 16): executed in order.
+		std::vector<want> w;
+		uint64_t x = v;
+		for (int i = 0; i < 16; i++) {
+			size_t loff = 512 + 8 * i;
+			memcpy(loc.mem + loff, &poison, 8);
+			posted(Pburst, post(c.a.qp, id, IBV_WR_ATOMIC_FETCH_AND_ADD, loc, loff, 8,
+					    tgt.addr(SLOT), tgt.rkey(), i + 1), "FETCH_ADD", id);
+			w.push_back({id++, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8});
+			loc.expect(loff, &x, 8);
+			x += i + 1;
+		}
+		expect_wcs(Pburst, "requester", c.a.cq, c.a.qpn, w);
+		tgt.expect(SLOT, &x, 8);
+		v = x;
+		region_check(Pburst, tgt);
+		region_check(Pburst, loc);
+		Pburst.report("16 FETCH_ADDs in flight (add 1..16): originals v, v+1, v+3, ... "
+			      "in order, target v+136");
+
+		// A chain of 8 CMP_SWAPs in flight, each expecting its predecessor's
+		// result: all hit only if they execute once each, in order.
+		w.clear();
+		for (int i = 0; i < 8; i++) {
+			size_t loff = 1024 + 8 * i;
+			uint64_t cur = v + i, next = v + i + 1;
+			memcpy(loc.mem + loff, &poison, 8);
+			posted(Pchain, post(c.a.qp, id, IBV_WR_ATOMIC_CMP_AND_SWP, loc, loff, 8,
+					    tgt.addr(SLOT), tgt.rkey(), cur, next), "CMP_SWAP", id);
+			w.push_back({id++, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, 8});
+			loc.expect(loff, &cur, 8);
+		}
+		expect_wcs(Pchain, "requester", c.a.cq, c.a.qpn, w);
+		v += 8;
+		tgt.expect(SLOT, &v, 8);
+		region_check(Pchain, tgt);
+		region_check(Pchain, loc);
+		expect_state(Pchain, "requester", c.a.qp, IBV_QPS_RTS);
+		expect_state(Pchain, "responder", c.b.qp, IBV_QPS_RTS);
+		expect_wcs(Pchain, "responder", c.b.cq, c.b.qpn, {});
+		Pchain.report("a chain of 8 CMP_SWAPs in flight (v+k -> v+k+1): every one hits, "
+			      "target v+8; both QPs still in RTS");
+	}
+	if (!P.ok())
+		P.report("atomics: set-up");
+	conn_free(c);
+	region_free(loc);
+	region_free(tgt);
+}
+
+// ---- 8. a SEND larger than the receive --------------------------------------
+
+void test_send_too_big(uint32_t cap, uint32_t len)
+{
+	point P;
+	conn c;
+	region src, rbuf;
+	qp_params p;
+
+	if (region_make(P, src, "source", A, 8192, IBV_ACCESS_LOCAL_WRITE, 71) &&
+	    region_make(P, rbuf, "receive buffer", B, 8192, IBV_ACCESS_LOCAL_WRITE, 72) &&
+	    conn_make(P, c, p)) {
+		posted(P, post_recv(c.b.qp, 500, rbuf, 0, cap), "receive", 500);
+		posted(P, post_recv(c.b.qp, 501, rbuf, 6144, 64), "receive", 501);
+		posted(P, post(c.a.qp, 1, IBV_WR_SEND, src, 0, len), "SEND", 1);
+		posted(P, post(c.a.qp, 2, IBV_WR_SEND, src, 4096, 10), "SEND", 2);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{1, IBV_WC_REM_INV_REQ_ERR}, {2, IBV_WC_WR_FLUSH_ERR}});
+		expect_wcs(P, "responder", c.b.cq, c.b.qpn,
+			   {{500, IBV_WC_LOC_LEN_ERR}, {501, IBV_WC_WR_FLUSH_ERR}});
+		expect_state(P, "requester", c.a.qp, IBV_QPS_ERR);
+		expect_state(P, "responder", c.b.qp, IBV_QPS_ERR);
+		// The receive's own bytes are undefined now; nothing else may change.
+		rbuf.accept(0, cap);
+		region_check(P, rbuf);
+		region_check(P, src);
+	}
+	P.report("%u-byte SEND (%u packet(s)) into a %u-byte receive: requester "
+		 "REM_INV_REQ_ERR, receive LOC_LEN_ERR, the next of each flushed, nothing "
+		 "written past the receive buffer",
+		 len, (len + g_mtu_bytes - 1) / g_mtu_bytes, cap);
+	conn_free(c);
+	region_free(rbuf);
+	region_free(src);
+}
+
+// ---- main -------------------------------------------------------------------
+
+bool open_dev(dev &d)
+{
+	d.ctx = open_device_by_name(d.name);
+	if (!tap::check(d.ctx, "open %s", d.name))
+		return false;
+	bool ok = !ibv_query_device(d.ctx, &d.da) && !ibv_query_port(d.ctx, 1, &d.port) &&
+		  !ibv_query_gid(d.ctx, 1, d.gid_index, &d.gid);
+	d.pd = ok ? ibv_alloc_pd(d.ctx) : nullptr;
+	static const uint8_t zero[16] = {};
+	ok = ok && d.pd && memcmp(d.gid.raw, zero, 16) && d.port.state == IBV_PORT_ACTIVE;
+	return tap::check(ok, "%s: port 1 ACTIVE (active MTU %d), GID %d set, PD", d.name,
+			  128 << d.port.active_mtu, d.gid_index);
+}
+
+void close_dev(dev &d)
+{
+	if (d.pd)
+		ibv_dealloc_pd(d.pd);
+	if (d.ctx)
+		ibv_close_device(d.ctx);
+}
+
+bool want_group(const char *groups, const char *g)
+{
+	if (!groups)
+		return true;
+	std::string s = std::string(",") + groups + ",";
+	return s.find(std::string(",") + g + ",") != std::string::npos;
+}
+
+void usage()
+{
+	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
+			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len] "
+			"[--inject rkey] [-v]\n");
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	const char *groups = nullptr;
+	static const option longopts[] = {
+		{"inject", required_argument, nullptr, 'X'},
+		{"help", no_argument, nullptr, 'h'},
+		{},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "a:A:b:B:w:o:vh", longopts, nullptr)) != -1) {
+		switch (c) {
+		case 'a': A.name = optarg; break;
+		case 'A': A.gid_index = atoi(optarg); break;
+		case 'b': B.name = optarg; break;
+		case 'B': B.gid_index = atoi(optarg); break;
+		case 'w': g_wait = atof(optarg); break;
+		case 'o': groups = optarg; break;
+		case 'v': g_verbose = true; break;
+		case 'X':
+			if (strcmp(optarg, "rkey")) {
+				usage();
+				return 2;
+			}
+			g_inject_rkey = true;
+			break;
+		default:
+			usage();
+			return c == 'h' ? 0 : 2;
+		}
+	}
+	if (!A.name || !B.name || A.gid_index < 0 || B.gid_index < 0 || g_wait <= 0) {
+		usage();
+		return 2;
+	}
+
+	if (open_dev(A) && open_dev(B)) {
+		g_mtu = std::min(A.port.active_mtu, B.port.active_mtu);
+		g_mtu_bytes = 128u << g_mtu;
+		if (want_group(groups, "rkey"))
+			for (auto k : {KEY_DEREG, KEY_VARIANT, KEY_NO_INDEX, KEY_OTHER_PD})
+				test_write_bad_rkey(k);
+		if (want_group(groups, "bounds"))
+			test_bounds();
+		if (want_group(groups, "access"))
+			test_access();
+		if (want_group(groups, "read"))
+			test_read();
+		if (want_group(groups, "gone")) {
+			test_peer_gone(3, true);
+			test_peer_gone(0, false);
+		}
+		if (want_group(groups, "rnr")) {
+			test_rnr_exceeded(2);
+			test_rnr_exceeded(0);
+			test_rnr_recovers();
+		}
+		if (want_group(groups, "atomic"))
+			test_atomics();
+		if (want_group(groups, "len")) {
+			test_send_too_big(100, 101);
+			test_send_too_big(2048, 3000);
+		}
+	}
+	close_dev(B);
+	close_dev(A);
+	return tap::done("sroce_rc_errors");
+}
