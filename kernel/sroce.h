@@ -60,6 +60,7 @@ enum sroce_counter {
 	SROCE_CNT_RX_DROP_NO_QP,
 	SROCE_CNT_PORT_EVENTS,
 	SROCE_CNT_DOORBELLS,
+	SROCE_CNT_LINGER_PICKUPS,	/* WQEs found without a doorbell */
 	SROCE_CNT_BAD_WQE,
 	SROCE_CNT_BAD_RING,
 	SROCE_CNT_RX_DROP_MALFORMED,	/* headers, lengths, opcode, P_Key */
@@ -251,6 +252,9 @@ struct sroce_send_meta {
 	u8 await_replay;		/* READ re-requested: ignore gaps */
 };
 
+/* A doorbell this soon after the requester went idle starts a stream. */
+#define SROCE_REQ_BURST_NS	(20 * NSEC_PER_USEC)
+
 /* Requester state: owned by the requester task, no lock. */
 struct sroce_req {
 	u32 fetched;			/* WQEs copied and checked */
@@ -261,6 +265,9 @@ struct sroce_req {
 	u32 resend_until;		/* PSNs before this are resends */
 	u32 noack;			/* packets since the last AckReq */
 	bool stopped;			/* an error WQE was reached */
+	bool streaming;			/* doorbells come back to back */
+	u64 idle_ns;			/* when it last asked for a kick */
+	u64 linger_ns;			/* when it found the SQ empty */
 };
 
 /* Completer state shared with the requester (under qp->sq_lock). */

@@ -708,7 +708,12 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
  */
 static void sroce_qp_doorbell(struct sroce_qp *qp)
 {
+	u64 idle = READ_ONCE(qp->req.idle_ns);
+
 	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DOORBELLS, 1);
+	/* Posted right after the requester went idle: a stream. */
+	if (idle && ktime_get_ns() - idle < SROCE_REQ_BURST_NS)
+		WRITE_ONCE(qp->req.streaming, true);
 	sroce_task_run(&qp->req_task);
 }
 

@@ -27,6 +27,15 @@
 #define SROCE_REQ_ACK_EVERY	32	/* packets between AckReqs */
 #define SROCE_REQ_BUDGET	64	/* packets per pass */
 #define SROCE_REQ_FETCH_MAX	64	/* WQEs checked per fetch */
+/*
+ * Streaming: a doorbell that comes within SROCE_REQ_BURST_NS of the requester going
+ * idle means the application posts back to back. The requester then
+ * keeps polling the SQ from a worker beside the application for up to
+ * LINGER after it runs dry, with NEED_KICK clear, so the posts that follow
+ * need no system call. A ping-pong application (a round trip between its
+ * posts) never triggers it and keeps the doorbell's direct path.
+ */
+#define SROCE_REQ_LINGER_NS	(200 * NSEC_PER_USEC)
 
 enum sroce_req_step {
 	SROCE_REQ_NEXT,			/* go on */
@@ -621,10 +630,51 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 /* Nothing to send: ask for a kick, then make sure nothing slipped in. */
 static int sroce_req_idle(struct sroce_qp *qp)
 {
+	int n;
+
 	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
 	/* The flag store before the prod load; the provider does the mirror. */
 	smp_mb();
-	return sroce_req_fetch(qp);
+	n = sroce_req_fetch(qp);
+	if (n == 0)
+		qp->req.idle_ns = ktime_get_ns();
+	return n;
+}
+
+/*
+ * The SQ ran dry while streaming: poll it a little longer instead of
+ * asking for a kick. Returns the new WQEs found (> 0), 0 to go idle, or
+ * -EAGAIN when this pass should end and a worker should go on polling.
+ */
+static int sroce_req_linger(struct sroce_qp *qp)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_req *req = &qp->req;
+	int n;
+
+	if (!READ_ONCE(req->streaming))
+		return 0;
+	if (!(current->flags & PF_WQ_WORKER)) {
+		sroce_task_defer(&qp->req_task);
+		return -EAGAIN;
+	}
+	if (!req->linger_ns)
+		req->linger_ns = ktime_get_ns();
+	while (ktime_get_ns() - req->linger_ns < SROCE_REQ_LINGER_NS) {
+		cpu_relax();
+		if (READ_ONCE(qp->sq.hdr->prod) == qp->sq.prod)
+			continue;
+		n = sroce_req_fetch(qp);
+		if (n) {
+			if (n > 0)
+				sroce_count(sdev, SROCE_CNT_LINGER_PICKUPS, n);
+			req->linger_ns = 0;
+			return n;
+		}
+	}
+	req->linger_ns = 0;
+	WRITE_ONCE(req->streaming, false);
+	return 0;
 }
 
 /**
@@ -652,6 +702,8 @@ bool sroce_req_pass(struct sroce_task *task)
 		if (req->index == req->fetched) {
 			int n = sroce_req_fetch(qp);
 
+			if (!n)
+				n = sroce_req_linger(qp);
 			if (!n)
 				n = sroce_req_idle(qp);
 			if (n <= 0)

@@ -15,6 +15,8 @@
 #define SROCE_TASK_MAX_PASSES	16
 
 static struct workqueue_struct *sroce_wq;
+/* Unbound: a lingering pass runs beside the application, not under it. */
+static struct workqueue_struct *sroce_linger_wq;
 
 /* Claim the task for this caller; false if someone else runs it. */
 static bool sroce_task_claim(struct sroce_task *task)
@@ -39,6 +41,11 @@ static void sroce_task_loop(struct sroce_task *task)
 
 	for (;;) {
 		if (READ_ONCE(task->stopped) || !task->fn(task)) {
+			if (task->defer && !READ_ONCE(task->stopped)) {
+				task->defer = false;
+				queue_work(sroce_linger_wq, &task->work);
+				return;
+			}
 			int old = SROCE_TASK_RUNNING;
 
 			if (atomic_try_cmpxchg(&task->state, &old,
@@ -63,11 +70,22 @@ static void sroce_task_work(struct work_struct *work)
 	sroce_task_loop(container_of(work, struct sroce_task, work));
 }
 
+/**
+ * sroce_task_defer - from inside @task's function: end this pass and go
+ *	on from the (unbound) linger workqueue instead of going idle
+ * @task: the task whose function is running
+ */
+void sroce_task_defer(struct sroce_task *task)
+{
+	task->defer = true;
+}
+
 void sroce_task_init(struct sroce_task *task,
 		     bool (*fn)(struct sroce_task *task))
 {
 	atomic_set(&task->state, SROCE_TASK_IDLE);
 	task->stopped = false;
+	task->defer = false;
 	task->fn = fn;
 	INIT_WORK(&task->work, sroce_task_work);
 }
@@ -130,10 +148,19 @@ void sroce_task_stop(struct sroce_task *task)
 int sroce_task_wq_init(void)
 {
 	sroce_wq = alloc_workqueue("sroce", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
-	return sroce_wq ? 0 : -ENOMEM;
+	if (!sroce_wq)
+		return -ENOMEM;
+	sroce_linger_wq = alloc_workqueue("sroce_linger",
+					  WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	if (!sroce_linger_wq) {
+		destroy_workqueue(sroce_wq);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void sroce_task_wq_exit(void)
 {
+	destroy_workqueue(sroce_linger_wq);
 	destroy_workqueue(sroce_wq);
 }

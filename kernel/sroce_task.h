@@ -28,6 +28,7 @@ enum sroce_task_state {
 struct sroce_task {
 	atomic_t state;
 	bool stopped;		/* no new runs (the QP is going away) */
+	bool defer;		/* fn: go on from the linger workqueue */
 	/* One pass; returns true when it stopped on its budget. */
 	bool (*fn)(struct sroce_task *task);
 	struct work_struct work;
@@ -36,6 +37,7 @@ struct sroce_task {
 void sroce_task_init(struct sroce_task *task,
 		     bool (*fn)(struct sroce_task *task));
 void sroce_task_run(struct sroce_task *task);
+void sroce_task_defer(struct sroce_task *task);
 void sroce_task_schedule(struct sroce_task *task);
 void sroce_task_sync(struct sroce_task *task);
 void sroce_task_stop(struct sroce_task *task);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# perftest over RC between sroce0 (nsA, client) and sroce1 (nsB, server):
+# send, write, read and atomic bandwidth and latency, each with perftest's
+# default (the ibv_wr_* API) and with --use_old_post_send, at MTU 1500;
+# the bandwidth tests again at MTU 9000. Each must finish and report a
+# result row with its iteration count and a non-zero figure. Streaming
+# ib_write_bw must need almost no doorbell system calls (printed).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+sroce_reset
+trap sroce_reset EXIT
+
+# perf TEST ARGS...: run TEST both ends; check the client's result row.
+perf() {
+	local t=$1 row
+	shift
+	sroce_pair nsB nsA 18515 \
+		"$t" -d sroce1 -x "$SROCE_GID_B" "$@" -- \
+		"$t" -d sroce0 -x "$SROCE_GID_A" "$@" 10.77.0.2 || return 1
+	# bytes, iterations, then figures: the first figure must be > 0.
+	row=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client")
+	echo "$t $*: $row"
+	[ -n "$row" ] && awk '{ exit !($3 > 0) }' <<<"$row"
+}
+
+bw_tests="ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw"
+lat_tests="ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat"
+tap_plan 22
+
+sroce_two_devices 1500 || tap_bail "set-up: sroce0/sroce1"
+for t in $bw_tests $lat_tests; do
+	tap_check "$t (ibv_wr_* API)" perf "$t"
+	tap_check "$t --use_old_post_send" perf "$t" --use_old_post_send
+done
+
+# Doorbells per message of a streaming writer.
+db0=$(sroce_counter sroce0 doorbells)
+tap_check "ib_write_bw -n 20000 streams" perf ib_write_bw -n 20000 -s 4096
+db1=$(sroce_counter sroce0 doorbells)
+ratio=$(awk -v d=$((db1 - db0)) 'BEGIN { printf "%.4f", d / 20000 }')
+tap_diag "ib_write_bw: $((db1 - db0)) doorbell system calls for 20000 writes ($ratio per message)"
+tap_check "streaming: at most 0.05 doorbells per message ($ratio)" \
+	awk -v r="$ratio" 'BEGIN { exit !(r <= 0.05) }'
+
+sroce_reset
+sroce_two_devices 9000 || tap_bail "set-up at MTU 9000"
+for t in $bw_tests; do
+	tap_check "MTU 9000: $t" perf "$t"
+done
+tap_done
