@@ -24,8 +24,9 @@
 //            exactly, which must land), one starting 1 byte before it, a
 //            3-packet WRITE 1 byte past the end, a READ 1 byte past it
 //   access   WRITE to an MR without REMOTE_WRITE, READ from one without
-//            REMOTE_READ, FETCH_ADD on one without REMOTE_ATOMIC, WRITE
-//            through a QP without REMOTE_WRITE access
+//            REMOTE_READ, FETCH_ADD on one without REMOTE_ATOMIC; WRITE
+//            through a QP without REMOTE_WRITE access (REM_ACCESS_ERR or, as
+//            rdma_rxe has it, REM_INV_REQ_ERR)
 //   read     READ with a bad rkey: REM_ACCESS_ERR, local buffer unchanged
 //   gone     the responder QP destroyed (or moved to RESET), timeout 12
 //            (16.8 ms): the first WQE IBV_WC_RETRY_EXC_ERR after at least
@@ -35,7 +36,9 @@
 //   rnr      no receive posted, rnr_retry 2 and 0: IBV_WC_RNR_RETRY_EXC_ERR
 //            after exactly rnr_retry + 1 RNR NAKs; rnr_retry 7 (infinite)
 //            with the receive posted 100 ms late: the SEND completes then,
-//            and the data arrives intact
+//            and the data arrives intact; again with timeout 12 and
+//            retry_cnt 1 and the receive 300 ms late: RNR NAKs are answers,
+//            the transport timer must not give up meanwhile
 //   atomic   FETCH_ADD and CMP_SWAP (hit and miss), one at a time and 16 /
 //            8 in flight: the original value in the local buffer, the
 //            target changed exactly, its neighbours not at all
@@ -518,6 +521,7 @@ struct want {
 	ibv_wc_status status;
 	int opcode = -1;	// checked on success only (undefined on error)
 	int64_t len = -1;	// byte_len, on success only
+	int alt = -1;		// another acceptable status
 };
 
 // The next completions of @cq are exactly @w, in this order (wr_id, status,
@@ -532,7 +536,8 @@ void expect_wcs(point &P, const char *who, ibv_cq *cq, uint32_t qpn, const std::
 	for (size_t i = 0; i < got.size(); i++) {
 		const ibv_wc &g = got[i];
 		const want &x = w[i];
-		bool bad = g.wr_id != x.wr_id || g.status != x.status || g.qp_num != qpn;
+		bool bad = g.wr_id != x.wr_id || g.qp_num != qpn ||
+			   (g.status != x.status && static_cast<int>(g.status) != x.alt);
 		if (g.status == IBV_WC_SUCCESS && x.status == IBV_WC_SUCCESS) {
 			bad |= x.opcode >= 0 && g.opcode != x.opcode;
 			bad |= x.len >= 0 && g.byte_len != static_cast<uint64_t>(x.len);
@@ -543,8 +548,10 @@ void expect_wcs(point &P, const char *who, ibv_cq *cq, uint32_t qpn, const std::
 				  ibv_wc_status_str(g.status), g.status, g.qp_num,
 				  wc_opcode_name(g.opcode), g.byte_len);
 		if (bad)
-			P.fail("%s completion %zu: expected wr_id %llu %s qp %u%s%s%s%s", who, i + 1,
-			       static_cast<unsigned long long>(x.wr_id), ibv_wc_status_str(x.status),
+			P.fail("%s completion %zu: expected wr_id %llu %s%s%s qp %u%s%s%s%s", who,
+			       i + 1, static_cast<unsigned long long>(x.wr_id),
+			       ibv_wc_status_str(x.status), x.alt >= 0 ? " or " : "",
+			       x.alt >= 0 ? ibv_wc_status_str(static_cast<ibv_wc_status>(x.alt)) : "",
 			       qpn, x.opcode >= 0 ? " opcode " : "",
 			       x.opcode >= 0 ? wc_opcode_name(x.opcode) : "",
 			       x.len >= 0 ? " byte_len " : "",
@@ -677,6 +684,7 @@ struct access_case {
 	int qp_access = ALL_REMOTE;	// B's qp_access_flags
 	bool bad_rkey = false;	// a deregistered MR's rkey
 	bool control = false;	// first a WRITE that ends exactly at the MR's end
+	int alt = -1;		// another acceptable status than REM_ACCESS_ERR
 };
 
 void run_access_case(const access_case &k)
@@ -711,7 +719,7 @@ void run_access_case(const access_case &k)
 		uint64_t cmp_add = 0x1111111111111111ull;
 		posted(P, post(c.a.qp, id, k.op, loc, 64, k.len, tgt.addr(k.toff), rkey, cmp_add,
 			       cmp_add), "request", id);
-		w.push_back({id++, IBV_WC_REM_ACCESS_ERR});
+		w.push_back({id++, IBV_WC_REM_ACCESS_ERR, -1, -1, k.alt});
 		posted(P, post(c.a.qp, id, IBV_WR_SEND, loc, 0, 16), "SEND", id);
 		w.push_back({id++, IBV_WC_WR_FLUSH_ERR});
 		expect_wcs(P, "requester", c.a.cq, c.a.qpn, w);
@@ -762,10 +770,13 @@ void test_access()
 			 IBV_WR_ATOMIC_FETCH_AND_ADD, 64, 8,
 			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				 IBV_ACCESS_REMOTE_READ});
+	// Implementations differ here (rdma_rxe NAKs it as an invalid request):
+	// either status, but the access must fail and change nothing.
 	access_case qpw = {"WRITE through a responder QP without REMOTE_WRITE access: "
-			   "REM_ACCESS_ERR, target unchanged",
+			   "REM_ACCESS_ERR (or REM_INV_REQ_ERR), target unchanged",
 			   IBV_WR_RDMA_WRITE, 0, 512, ALL_REMOTE};
 	qpw.qp_access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	qpw.alt = IBV_WC_REM_INV_REQ_ERR;
 	run_access_case(qpw);
 }
 
@@ -876,12 +887,18 @@ void test_rnr_exceeded(uint8_t rnr_retry)
 	region_free(src);
 }
 
-void test_rnr_recovers()
+// rnr_retry 7 (infinite): the SEND waits for the receive however long it
+// takes. With @timeout and @retry_cnt small, the RNR back-off lasts many
+// times (retry_cnt + 1) x timeout: RNR NAKs are answers, so the transport
+// timer must not give up on a responder that keeps sending them.
+void test_rnr_recovers(uint8_t timeout, uint8_t retry_cnt, double delay)
 {
 	point P;
 	conn c;
 	region src, rbuf;
 	qp_params p;
+	p.timeout = timeout;
+	p.retry_cnt = retry_cnt;
 	p.rnr_retry = 7;
 	p.min_rnr_timer = 1;
 	const uint32_t len = 3000;
@@ -891,16 +908,21 @@ void test_rnr_recovers()
 	    region_make(P, rbuf, "receive buffer", B, 4096, IBV_ACCESS_LOCAL_WRITE, 52) &&
 	    conn_make(P, c, p)) {
 		posted(P, post(c.a.qp, 1, IBV_WR_SEND, src, 5, len), "SEND", 1);
-		// No receive for 100 ms: the SEND must not complete meanwhile.
-		for (auto &g : poll_n(c.a.cq, 1, 0.1))
-			P.fail("requester: completion wr_id %llu %s before any receive was posted",
-			       static_cast<unsigned long long>(g.wr_id),
-			       ibv_wc_status_str(g.status));
+		// No receive for a while: the SEND must not complete meanwhile.
+		double t0 = now();
+		auto early = poll_n(c.a.cq, 1, delay);
+		for (auto &g : early)
+			P.fail("requester: completion wr_id %llu %s after %.0f ms, before any "
+			       "receive was posted", static_cast<unsigned long long>(g.wr_id),
+			       ibv_wc_status_str(g.status), (now() - t0) * 1e3);
 		posted(P, post_recv(c.b.qp, 7, rbuf, 0, 4096), "receive", 7);
-		rbuf.expect(0, src.mem + 5, len);
-		expect_wcs(P, "requester", c.a.cq, c.a.qpn, {{1, IBV_WC_SUCCESS, IBV_WC_SEND}});
-		expect_wcs(P, "responder", c.b.cq, c.b.qpn,
-			   {{7, IBV_WC_SUCCESS, IBV_WC_RECV, len}});
+		if (early.empty()) {
+			rbuf.expect(0, src.mem + 5, len);
+			expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+				   {{1, IBV_WC_SUCCESS, IBV_WC_SEND}});
+			expect_wcs(P, "responder", c.b.cq, c.b.qpn,
+				   {{7, IBV_WC_SUCCESS, IBV_WC_RECV, len}});
+		}
 		expect_state(P, "requester", c.a.qp, IBV_QPS_RTS);
 		expect_state(P, "responder", c.b.qp, IBV_QPS_RTS);
 		region_check(P, rbuf);
@@ -908,9 +930,10 @@ void test_rnr_recovers()
 		if (sent.available() && sent.grown() < 1)
 			P.fail("%s sent no RNR NAK", B.name);
 	}
-	P.report("rnr_retry 7 (infinite), receive posted 100 ms late: the %u-byte SEND "
-		 "completes then, RECV byte_len %u, data intact, nothing written past it",
-		 len, len);
+	P.report("rnr_retry 7 (infinite), timeout %u, retry_cnt %u, receive posted %.0f ms late: "
+		 "the %u-byte SEND completes then, RECV byte_len %u, data intact, nothing "
+		 "written past it",
+		 timeout, retry_cnt, delay * 1e3, len, len);
 	conn_free(c);
 	region_free(rbuf);
 	region_free(src);
@@ -1041,8 +1064,16 @@ void test_atomics()
 		Pchain.report("a chain of 8 CMP_SWAPs in flight (v+k -> v+k+1): every one hits, "
 			      "target v+8; both QPs still in RTS");
 	}
-	if (!P.ok())
-		P.report("atomics: set-up");
+	if (!P.ok()) {
+		// Set-up failed: every point fails with its reason.
+		for (point *Q : {&Pfa, &Phit, &Pmiss, &Pburst, &Pchain})
+			Q->why = P.why;
+		Pfa.report("10 x FETCH_ADD");
+		Phit.report("10 x CMP_SWAP, compare equal");
+		Pmiss.report("10 x CMP_SWAP, compare unequal");
+		Pburst.report("16 FETCH_ADDs in flight");
+		Pchain.report("a chain of 8 CMP_SWAPs in flight");
+	}
 	conn_free(c);
 	region_free(loc);
 	region_free(tgt);
@@ -1180,7 +1211,10 @@ int main(int argc, char **argv)
 		if (want_group(groups, "rnr")) {
 			test_rnr_exceeded(2);
 			test_rnr_exceeded(0);
-			test_rnr_recovers();
+			test_rnr_recovers(17, 7, 0.1);
+			// 300 ms of RNR NAKs: about 9 x what the transport timer
+			// allows a silent peer (2 x 16.8 ms, in 4 ms jiffies).
+			test_rnr_recovers(12, 1, 0.3);
 		}
 		if (want_group(groups, "atomic"))
 			test_atomics();
