@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# The RC transport's error paths: sroce_rc_errors opens sroce0 (nsA) and
+# sroce1 (nsB) in one process and connects an RC QP on each to the other:
+# WRITE/READ with bad rkeys, out of bounds, without access rights
+# (REM_ACCESS_ERR, memory unchanged, the rest flushed, the responder in
+# ERR), a vanished peer (RETRY_EXC_ERR in bounded time, retry_cnt 3 and
+# 0), RNR (RNR_RETRY_EXC_ERR; rnr_retry 7 recovers), atomics, a SEND too
+# large for its receive (REM_INV_REQ_ERR / LOC_LEN_ERR). Then the error
+# counters (rdma statistic), the resource counts back to the MAD layer's,
+# and rmmod.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+sroce_reset
+trap sroce_reset EXIT
+
+# rdma_stat DEV NAME: one counter from "rdma statistic show link DEV/1".
+rdma_stat() {
+	rdma statistic show link "$1/1" |
+		awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 1); exit } }'
+}
+
+# stat_positive DEV NAME...: each counter > 0 (prints them).
+stat_positive() {
+	local dev=$1 c v rc=0
+	shift
+	for c in "$@"; do
+		v=$(rdma_stat "$dev" "$c")
+		echo "$dev $c = ${v:-missing}"
+		[ "${v:-0}" -gt 0 ] || rc=1
+	done
+	return $rc
+}
+
+tap_plan 6
+sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
+
+TAP_VERBOSE=1 tap_check "sroce_rc_errors (bad rkey, bounds, access, READ, peer gone, RNR, atomics, length)" \
+	timeout 300 "$SROCE_BIN/sroce_rc_errors" -a sroce0 -A "$SROCE_GID_A" \
+	-b sroce1 -B "$SROCE_GID_B"
+tap_check "sroce0 (requester): error_nak_received, retry_exceeded, rnr_nak_received > 0" \
+	stat_positive sroce0 error_nak_received retry_exceeded rnr_nak_received
+tap_check "sroce1 (responder): error_nak_sent, rnr_nak_sent, rx_drop_no_qp > 0" \
+	stat_positive sroce1 error_nak_sent rnr_nak_sent rx_drop_no_qp
+tap_eq "sroce0: rdma resource counts back to the MAD layer's own" \
+	"$(sroce_resources sroce0)" "$SROCE_MAD_OBJECTS"
+tap_eq "sroce1: rdma resource counts back to the MAD layer's own" \
+	"$(sroce_resources sroce1)" "${SROCE_MAD_OBJECTS/sroce0/sroce1}"
+tap_check "rmmod with every object gone" rmmod sroce
+tap_done
