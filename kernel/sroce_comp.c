@@ -193,6 +193,12 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 		}
 		if (qp->attr.rnr_retry != 7)
 			comp->rnr_left--;
+		/*
+		 * The responder is alive: the back-off is not a timeout.
+		 * The requester re-arms the timer when it resends.
+		 */
+		del_timer(&qp->retrans_timer);
+		comp->retry_left = qp->attr.retry_cnt;
 		comp->rnr_until = jiffies +
 			max_t(unsigned long,
 			      usecs_to_jiffies(sroce_rnr_usecs[value]), 1);

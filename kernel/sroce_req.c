@@ -35,7 +35,7 @@
  * need no system call. A ping-pong application (a round trip between its
  * posts) never triggers it and keeps the doorbell's direct path.
  */
-#define SROCE_REQ_LINGER_NS	(200 * NSEC_PER_USEC)
+#define SROCE_REQ_LINGER_NS	(100 * NSEC_PER_USEC)
 
 enum sroce_req_step {
 	SROCE_REQ_NEXT,			/* go on */
@@ -610,6 +610,7 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 			req->offset = sroce_psn_diff(psn, m->first_psn) *
 				      qp->mtu;
 			req->resend_until = comp->max_psn;
+			sroce_comp_arm_timer(qp);
 		}
 	}
 	if (go && comp->rnr_until && time_before(jiffies, comp->rnr_until)) {
@@ -636,7 +637,8 @@ static int sroce_req_idle(struct sroce_qp *qp)
 	/* The flag store before the prod load; the provider does the mirror. */
 	smp_mb();
 	n = sroce_req_fetch(qp);
-	if (n == 0)
+	/* Only the doorbell's own pass dates the idle: ACKs are no posts. */
+	if (n == 0 && !in_serving_softirq() && !(current->flags & PF_WQ_WORKER))
 		qp->req.idle_ns = ktime_get_ns();
 	return n;
 }
