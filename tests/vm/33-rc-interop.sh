@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Wire compatibility with rdma_rxe, the kernel's own RoCE v2 device, in
+# one guest: rxe0 on vethA in init_net (the only place rxe 6.12 works),
+# sroce1 on vethB in nsB. Each side serves in turn: ibv_rc_pingpong at
+# 1 B, 4 KiB and 1 MiB with the data checked, sroce_integrity (all ops,
+# every byte), and perftest send/write/read/atomic bandwidth and send
+# latency.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+sroce_reset
+trap sroce_reset EXIT
+
+BIN=$SROCE_BIN/sroce_integrity
+
+setup() {
+	vm_veth_initns_and_ns vethA nsB vethB 10.77.0.1 10.77.0.2 1500 &&
+	modprobe rdma_rxe &&
+	rdma link add rxe0 type rxe netdev vethA &&
+	sroce_load &&
+	ip netns exec nsB rdma link add sroce1 type sroce netdev vethB &&
+	GID_RXE=$(sroce_wait_gid rxe0 "$(sroce_ipv4_gid 10.77.0.1)") &&
+	GID_SROCE=$(sroce_wait_gid sroce1 "$(sroce_ipv4_gid 10.77.0.2)")
+}
+
+# Each helper takes the serving side: "rxe" or "sroce".
+sides() {
+	if [ "$1" = rxe ]; then
+		S_NS=- S_DEV=rxe0 S_GID=$GID_RXE S_IP=10.77.0.1
+		C_NS=nsB C_DEV=sroce1 C_GID=$GID_SROCE
+	else
+		S_NS=nsB S_DEV=sroce1 S_GID=$GID_SROCE S_IP=10.77.0.2
+		C_NS=- C_DEV=rxe0 C_GID=$GID_RXE
+	fi
+}
+
+pingpong() {
+	local n=40
+	sides "$1"
+	[ "$2" -lt 1048576 ] || n=10
+	sroce_pair "$S_NS" "$C_NS" 18515 \
+		ibv_rc_pingpong -d "$S_DEV" -g "$S_GID" -s "$2" -n "$n" -c -- \
+		ibv_rc_pingpong -d "$C_DEV" -g "$C_GID" -s "$2" -n "$n" -c "$S_IP" &&
+	grep -Eq "^$((2 * n * $2)) bytes in" "$SROCE_PAIR_DIR/client"
+}
+
+integrity() {
+	sides "$1"
+	sroce_pair "$S_NS" "$C_NS" 18525 \
+		"$BIN" -s -d "$S_DEV" -g "$S_GID" -w 60 -- \
+		"$BIN" -c "$S_IP" -d "$C_DEV" -g "$C_GID" -w 60 --quick &&
+	tail -n 1 "$SROCE_PAIR_DIR/client" &&
+	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
+		"$SROCE_PAIR_DIR/client"
+}
+
+perf() {
+	local t=$2 row
+	sides "$1"
+	sroce_pair "$S_NS" "$C_NS" 18515 \
+		"$t" -d "$S_DEV" -x "$S_GID" -- \
+		"$t" -d "$C_DEV" -x "$C_GID" "$S_IP" || return 1
+	row=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client")
+	echo "$t: $row"
+	[ -n "$row" ] && awk '{ exit !($3 > 0) }' <<<"$row"
+}
+
+tap_plan 18
+setup || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
+for server in rxe sroce; do
+	for size in 1 4096 1048576; do
+		tap_check "$server serves: ibv_rc_pingpong $size B" pingpong "$server" "$size"
+	done
+	tap_check "$server serves: sroce_integrity, all ops" integrity "$server"
+	for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat; do
+		tap_check "$server serves: $t" perf "$server" "$t"
+	done
+done
+tap_done
