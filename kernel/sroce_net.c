@@ -34,6 +34,7 @@
 #include <net/ipv6.h>
 #include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
+#include <rdma/ib_cache.h>
 #include <net/netns/generic.h>
 #include <net/udp_tunnel.h>
 
@@ -308,6 +309,66 @@ static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av)
 	memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
 }
 
+/* Does @sdev hold @gid (a RoCE v2 GID) in its GID table? */
+static bool sroce_has_gid(struct sroce_dev *sdev, const union ib_gid *gid)
+{
+	const struct ib_gid_attr *attr;
+
+	attr = rdma_find_gid_by_port(&sdev->ibdev, gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP, 1, NULL);
+	if (IS_ERR(attr))
+		return false;
+	rdma_put_gid_attr(attr);
+	return true;
+}
+
+/* The sroce device of @sdev's namespace that owns @gid (RCU held). */
+static struct sroce_dev *sroce_gid_owner(struct sroce_dev *sdev,
+					 const union ib_gid *gid)
+{
+	struct sroce_dev *other;
+	unsigned long ifindex;
+
+	if (sroce_has_gid(sdev, gid))
+		return sdev;
+	xa_for_each(&sdev->netns->devs, ifindex, other)
+		if (other != sdev && sroce_has_gid(other, gid))
+			return other;
+	return NULL;
+}
+
+/*
+ * The destination is an address of this host: hand the sealed packet to
+ * the receive path of the device that owns it, as if it had arrived —
+ * no netdev, no loopback device (whose packets name no sroce device).
+ */
+static int sroce_net_loopback(struct sroce_dev *sdev, const struct sroce_av *av,
+			      struct sk_buff *skb)
+{
+	struct sroce_dev *peer;
+	unsigned int bytes = skb->len;
+
+	rcu_read_lock();
+	peer = sroce_gid_owner(sdev, &av->dgid);
+	if (!peer) {
+		rcu_read_unlock();
+		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+		kfree_skb(skb);
+		return -EHOSTUNREACH;
+	}
+	skb_dst_drop(skb);
+	skb->dev = peer->ndev;
+	skb->pkt_type = PACKET_HOST;
+	__skb_pull(skb, skb_transport_offset(skb));
+	sroce_count(sdev, SROCE_CNT_TX_PACKETS, 1);
+	sroce_count(sdev, SROCE_CNT_TX_BYTES, bytes);
+	sroce_count(peer, SROCE_CNT_RX_PACKETS, 1);
+	sroce_count(peer, SROCE_CNT_RX_BYTES, skb->len);
+	sroce_rcv(peer, skb);
+	rcu_read_unlock();
+	return 0;
+}
+
 /**
  * sroce_net_xmit - put UDP and IP headers on a packet, seal it with its
  *	ICRC and send it
@@ -361,6 +422,11 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 				       l3_len + sizeof(struct udphdr) + hdr_len,
 				       payload));
 
+	if (dst->dev->flags & IFF_LOOPBACK) {
+		err = sroce_net_loopback(sdev, av, skb);
+		local_bh_enable();
+		return err;
+	}
 	if (ipv6)
 		err = ip6_local_out(net, NULL, skb);
 	else

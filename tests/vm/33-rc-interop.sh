@@ -5,8 +5,8 @@
 # one guest: rxe0 on vethA in init_net (the only place rxe 6.12 works),
 # sroce1 on vethB in nsB. Each side serves in turn: ibv_rc_pingpong at
 # 1 B, 4 KiB and 1 MiB with the data checked, sroce_integrity (all ops,
-# every byte), and perftest send/write/read/atomic bandwidth and send
-# latency.
+# every byte), and perftest send/write/read/atomic bandwidth and
+# latency (and ib_write_bw through --use_old_post_send).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -61,23 +61,27 @@ integrity() {
 perf() {
 	local t=$2 row
 	sides "$1"
+	shift 2
 	sroce_pair "$S_NS" "$C_NS" 18515 \
-		"$t" -d "$S_DEV" -x "$S_GID" -- \
-		"$t" -d "$C_DEV" -x "$C_GID" "$S_IP" || return 1
+		"$t" -d "$S_DEV" -x "$S_GID" "$@" -- \
+		"$t" -d "$C_DEV" -x "$C_GID" "$@" "$S_IP" || return 1
 	row=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client")
 	echo "$t: $row"
 	[ -n "$row" ] && awk '{ exit !($3 > 0) }' <<<"$row"
 }
 
-tap_plan 18
+tap_plan 26
 setup || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
 for server in rxe sroce; do
 	for size in 1 4096 1048576; do
 		tap_check "$server serves: ibv_rc_pingpong $size B" pingpong "$server" "$size"
 	done
 	tap_check "$server serves: sroce_integrity, all ops" integrity "$server"
-	for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat; do
+	for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
+		 ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
 		tap_check "$server serves: $t" perf "$server" "$t"
 	done
+	tap_check "$server serves: ib_write_bw --use_old_post_send" \
+		perf "$server" ib_write_bw --use_old_post_send
 done
 tap_done
