@@ -53,6 +53,7 @@
 // bad one belongs, to see the checks fail. The exit status is 1 if any
 // point failed.
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1115,6 +1116,117 @@ void test_send_too_big(uint32_t cap, uint32_t len)
 	region_free(src);
 }
 
+// ---- SRQ ----------------------------------------------------------------
+
+// Wait up to g_wait for an async event of @ctx; false on timeout.
+bool async_event(ibv_context *ctx, ibv_async_event *ev)
+{
+	int fl = fcntl(ctx->async_fd, F_GETFL);
+	fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK);
+	double end = now() + g_wait;
+	bool got = false;
+	while (!got && now() < end) {
+		if (!ibv_get_async_event(ctx, ev))
+			got = true;
+		else
+			usleep(1000);
+	}
+	fcntl(ctx->async_fd, F_SETFL, fl);
+	return got;
+}
+
+// A QP whose receives come from an SRQ: SENDs land in the SRQ's WQEs in
+// order, with their data; the armed limit fires IBV_EVENT_SRQ_LIMIT_REACHED
+// once, when fewer WQEs than the limit are left, and disarms.
+void test_srq_limit()
+{
+	point P;
+	conn c;
+	region src, rbuf;
+	qp_params p;
+	ibv_srq *srq = nullptr;
+	const int nrecv = 8, nsend = 5, limit = 4, len = 100;
+
+	if (region_make(P, src, "source", A, 8192, IBV_ACCESS_LOCAL_WRITE, 81) &&
+	    region_make(P, rbuf, "SRQ buffers", B, 8192, IBV_ACCESS_LOCAL_WRITE, 82) &&
+	    end_make(P, c.a, A)) {
+		ibv_srq_init_attr sa = {};
+		sa.attr.max_wr = 16;
+		sa.attr.max_sge = 1;
+		srq = ibv_create_srq(B.pd, &sa);
+		c.b.d = &B;
+		c.b.cq = srq ? ibv_create_cq(B.ctx, 64, nullptr, nullptr, 0) : nullptr;
+		if (c.b.cq) {
+			ibv_qp_init_attr ia = {};
+			ia.send_cq = c.b.cq;
+			ia.recv_cq = c.b.cq;
+			ia.srq = srq;
+			ia.qp_type = IBV_QPT_RC;
+			ia.cap.max_send_wr = 16;
+			ia.cap.max_send_sge = 1;
+			c.b.qp = ibv_create_qp(B.pd, &ia);
+		}
+		if (!c.b.qp) {
+			P.fail("SRQ, CQ or QP on %s: %s", B.name, strerror(errno));
+		} else {
+			c.b.qpn = c.b.qp->qp_num;
+			int r = qp_connect(c.a, c.b, p.access_a, p.psn_ab, p.psn_ba, 12, p);
+			if (!r)
+				r = qp_connect(c.b, c.a, p.access_b, p.psn_ba, p.psn_ab,
+					       p.min_rnr_timer, p);
+			if (r)
+				P.fail("connect: ibv_modify_qp: %s", strerror(r));
+		}
+	}
+	if (P.ok()) {
+		for (int i = 0; i < nrecv; i++) {
+			ibv_sge sge = {rbuf.addr(i * 256), 256, rbuf.lkey()};
+			ibv_recv_wr wr = {}, *bad;
+			wr.wr_id = 600 + i;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			posted(P, ibv_post_srq_recv(srq, &wr, &bad), "SRQ receive", 600 + i);
+		}
+		ibv_srq_attr at = {};
+		at.srq_limit = limit;
+		if (ibv_modify_srq(srq, &at, IBV_SRQ_LIMIT))
+			P.fail("ibv_modify_srq(limit %d): %s", limit, strerror(errno));
+		std::vector<want> ws, wr;
+		for (int i = 0; i < nsend; i++) {
+			posted(P, post(c.a.qp, 1 + i, IBV_WR_SEND, src, i * 512, len), "SEND",
+			       1 + i);
+			ws.push_back({static_cast<uint64_t>(1 + i), IBV_WC_SUCCESS});
+			wr.push_back({static_cast<uint64_t>(600 + i), IBV_WC_SUCCESS,
+				      IBV_WC_RECV, len});
+			rbuf.expect(i * 256, src.mem + i * 512, len);
+		}
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn, ws);
+		expect_wcs(P, "responder", c.b.cq, c.b.qpn, wr);
+		region_check(P, rbuf);
+		ibv_async_event ev;
+		if (!async_event(B.ctx, &ev)) {
+			P.fail("no async event within %g s", g_wait);
+		} else {
+			if (ev.event_type != IBV_EVENT_SRQ_LIMIT_REACHED ||
+			    ev.element.srq != srq)
+				P.fail("async event %s (%d), expected SRQ_LIMIT_REACHED on the SRQ",
+				       ibv_event_type_str(ev.event_type), ev.event_type);
+			ibv_ack_async_event(&ev);
+		}
+		if (!ibv_query_srq(srq, &at) && at.srq_limit != 0)
+			P.fail("srq_limit is %u after the event, expected 0 (disarmed)",
+			       at.srq_limit);
+	}
+	P.report("SRQ: %d SENDs land in the SRQ's WQEs in order with their data; "
+		 "limit %d of %d fires SRQ_LIMIT_REACHED once and disarms",
+		 nsend, limit, nrecv);
+	conn_free(c);
+	if (srq)
+		ibv_destroy_srq(srq);
+	region_free(rbuf);
+	region_free(src);
+}
+
 // ---- main -------------------------------------------------------------------
 
 bool open_dev(dev &d)
@@ -1150,7 +1262,7 @@ bool want_group(const char *groups, const char *g)
 void usage()
 {
 	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
-			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len] "
+			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq] "
 			"[--inject rkey] [-v]\n");
 }
 
@@ -1222,6 +1334,8 @@ int main(int argc, char **argv)
 			test_send_too_big(100, 101);
 			test_send_too_big(2048, 3000);
 		}
+		if (want_group(groups, "srq"))
+			test_srq_limit();
 	}
 	close_dev(B);
 	close_dev(A);
