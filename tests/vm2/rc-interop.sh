@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# RC interop across two kernels (tools/vm/run2): guest A runs rdma_rxe
+# (rxe0), guest B runs sroce (sroce0), each on its eth1, joined by a
+# virtual Ethernet link. Both guests run this script with the same list of
+# tests; for each, one side serves and the other drives, and each side
+# reports its own half as a TAP point: ibv_rc_pingpong (data checked),
+# sroce_integrity (every byte) and perftest, each side serving in turn.
+#
+#   tools/vm/run2 --a 'tests/vm2/rc-interop.sh' --b 'tests/vm2/rc-interop.sh'
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../vm/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/../vm/sroce.sh"
+
+BIN=$SROCE_BIN/sroce_integrity
+role=${VM_ROLE:?run me through tools/vm/run2}
+
+if [ "$role" = a ]; then
+	modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "$VM_IFNAME"
+	DEV=rxe0
+else
+	sroce_load && rdma link add sroce0 type sroce netdev "$VM_IFNAME"
+	DEV=sroce0
+fi
+GID=$(sroce_wait_gid "$DEV" "$(sroce_ipv4_gid "$VM_LOCAL_IP")")
+
+# Each test: "SERVING_ROLE NAME" ; the command lines follow from NAME.
+tests=(
+	"a pingpong-4096" "b pingpong-4096"
+	"a pingpong-1048576" "b pingpong-1048576"
+	"a integrity" "b integrity"
+	"a ib_write_bw" "b ib_write_bw"
+	"a ib_read_bw" "b ib_read_bw"
+	"a ib_send_bw" "b ib_send_bw"
+	"a ib_atomic_bw" "b ib_atomic_bw"
+	"a ib_send_lat" "b ib_send_lat"
+	"a ib_read_lat" "b ib_read_lat"
+)
+
+# cmd NAME server|client: the command line for this side.
+cmd() {
+	local name=$1 side=$2 peer=()
+	[ "$side" = client ] && peer=("$VM_PEER_IP")
+	case $name in
+	pingpong-*)
+		echo ibv_rc_pingpong -d "$DEV" -g "$GID" -s "${name#pingpong-}" \
+			-n 20 -c "${peer[@]}" ;;
+	integrity)
+		if [ "$side" = server ]; then
+			echo "$BIN" -s -d "$DEV" -g "$GID" -w 60
+		else
+			echo "$BIN" -c "$VM_PEER_IP" -d "$DEV" -g "$GID" -w 60 --quick
+		fi ;;
+	*)
+		# Few iterations: rxe in a 1-vCPU guest moves ~10 MB/s.
+		echo "$name" -d "$DEV" -x "$GID" -n 300 "${peer[@]}" ;;
+	esac
+}
+
+port_of() { case $1 in integrity) echo 18525 ;; *) echo 18515 ;; esac; }
+
+# The client's output must show the work was done, not just an exit 0.
+client_ok() {
+	local name=$1 out=$2
+	case $name in
+	pingpong-*) grep -Eq "^$((40 * ${name#pingpong-})) bytes in" "$out" ;;
+	integrity) grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' "$out" ;;
+	*) grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$out" ;;
+	esac
+}
+
+serve() {
+	local name=$1 i=$2 pid rc
+	# shellcheck disable=SC2046 # word splitting of the command line
+	timeout 180 $(cmd "$name" server) >/tmp/vm2-server.out 2>&1 </dev/null &
+	pid=$!
+	vm_wait_listen "$(port_of "$name")" 60 && vm_announce $((7100 + i))
+	wait "$pid"
+	rc=$?
+	[ "$rc" = 0 ] || tail -n 25 /tmp/vm2-server.out
+	return "$rc"
+}
+
+drive() {
+	local name=$1 i=$2 rc
+	vm_wait_tcp "$VM_PEER" $((7100 + i)) 180 || return 1
+	# shellcheck disable=SC2046
+	timeout 180 $(cmd "$name" client) >/tmp/vm2-client.out 2>&1 </dev/null
+	rc=$?
+	if [ "$rc" = 0 ]; then tail -n 2 /tmp/vm2-client.out; else tail -n 25 /tmp/vm2-client.out; fi
+	[ "$rc" = 0 ] && client_ok "$name" /tmp/vm2-client.out
+}
+
+# VM2_TESTS="name ..." keeps only those (for chasing one).
+if [ -n "${VM2_TESTS:-}" ]; then
+	keep=()
+	for t in "${tests[@]}"; do
+		[[ " $VM2_TESTS " == *" ${t#* } "* ]] && keep+=("$t")
+	done
+	tests=("${keep[@]}")
+fi
+
+tap_plan ${#tests[@]}
+[ -n "$GID" ] || tap_bail "$DEV on $VM_IFNAME has no RoCE v2 GID for $VM_LOCAL_IP"
+for i in "${!tests[@]}"; do
+	read -r server name <<<"${tests[$i]}"
+	if [ "$server" = "$role" ]; then
+		tap_check "$DEV serves $name" serve "$name" "$i"
+	else
+		tap_check "$DEV drives $name" drive "$name" "$i"
+	fi
+done
+tap_done
