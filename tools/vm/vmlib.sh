@@ -97,6 +97,7 @@ vm_use_debug_kernel() {
 	krel=$(cat "$d/krel")
 	VM_KERNEL=$d/bzImage
 	VM_MODDIR=$d/root/lib/modules/$krel
+	VM_ENV+=("VM_EXPECT_KVER=$krel") # tests/vm/00-vm-smoke.sh
 	"$VM_TOOLS_REPO/tools/debug-kernel" --check 2>/dev/null ||
 		vm_msg "warning: the debug kernel is older than tools/debug-kernel{,.config}: make debug-kernel"
 }
