@@ -51,7 +51,7 @@ tap_check "sroce0 to itself: ibv_rc_pingpong 1 MiB" pingpong sroce0 "$GA" sroce0
 tap_check "sroce0 to itself: sroce_integrity" integrity sroce0 "$GA" sroce0 "$GA"
 # Neighbour discovery may send a packet or two; RDMA would send thousands.
 tap_check "the netdevs carried none of it" bash -c \
-	"echo vethA $txa -> $(veth_tx vethA), vethB $txb -> $(veth_tx vethB);
+	"echo \"vethA $txa to $(veth_tx vethA), vethB $txb to $(veth_tx vethB)\";
 	 (( $(veth_tx vethA) - $txa < 20 && $(veth_tx vethB) - $txb < 20 ))"
 tap_check "the devices counted it" sroce_counters_nonzero sroce0 tx_packets rx_packets
 tap_done
