@@ -450,6 +450,9 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, u32 key);
 void sroce_mr_put(struct sroce_mr *mr);
 bool sroce_mr_covers(const struct sroce_mr *mr, u64 addr, u64 len);
+bool sroce_mr_allows(const struct sroce_mr *mr, const struct ib_pd *pd,
+		     u64 iova, u64 len, int access);
+int sroce_mr_check_access(struct ib_device *ibdev, int access);
 struct sroce_mr *sroce_mr_get_checked(struct sroce_dev *sdev,
 				      struct ib_pd *pd, u32 key, u64 iova,
 				      u64 len, int access);
@@ -526,6 +529,7 @@ void sroce_resp_reset(struct sroce_qp *qp);
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    struct sroce_pkt *pkt);
 bool sroce_resp_tx_pass(struct sroce_task *task);
+bool sroce_resp_msg_in_order(enum sroce_resp_msg msg, u32 mask);
 
 /* sroce_queue.c */
 int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);

@@ -29,6 +29,12 @@ static const u32 sroce_rnr_usecs[32] = {
 	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
+/* The RNR back-off an RNR NAK's timer field asks for. */
+u32 sroce_rnr_timer_usecs(u8 value)
+{
+	return sroce_rnr_usecs[value & SROCE_AETH_VALUE_MASK];
+}
+
 static struct sroce_send_meta *sroce_comp_meta(struct sroce_qp *qp, u32 index)
 {
 	return &qp->sq_meta[index & sroce_queue_mask(&qp->sq)];
@@ -154,25 +160,13 @@ static void sroce_comp_fail(struct sroce_qp *qp, u32 psn, bool head, u8 status)
 	sroce_comp_meta(qp, i)->done = 1;
 }
 
-static u8 sroce_comp_nak_status(u8 code)
-{
-	switch (code) {
-	case SROCE_NAK_INVALID_REQ:
-		return IB_WC_REM_INV_REQ_ERR;
-	case SROCE_NAK_REM_ACCESS:
-		return IB_WC_REM_ACCESS_ERR;
-	default:
-		return IB_WC_REM_OP_ERR;
-	}
-}
-
 /* ACK, RNR NAK or NAK (the AETH of an ACK packet). */
 static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_comp *comp = &qp->comp;
-	u8 type = pkt->syndrome & SROCE_AETH_TYPE_MASK;
-	u8 value = pkt->syndrome & SROCE_AETH_VALUE_MASK;
+	u8 type = sroce_aeth_type(pkt->syndrome);
+	u8 value = sroce_aeth_value(pkt->syndrome);
 	bool lost;
 
 	switch (type) {
@@ -201,7 +195,7 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 		comp->retry_left = qp->attr.retry_cnt;
 		comp->rnr_until = jiffies +
 			max_t(unsigned long,
-			      usecs_to_jiffies(sroce_rnr_usecs[value]), 1);
+			      usecs_to_jiffies(sroce_rnr_timer_usecs(value)), 1);
 		sroce_comp_rewind(qp);
 		break;
 	case SROCE_AETH_NAK:
@@ -213,7 +207,7 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 		}
 		sroce_count(sdev, SROCE_CNT_ERR_NAK_RCVD, 1);
 		sroce_comp_fail(qp, pkt->psn, false,
-				sroce_comp_nak_status(value));
+				sroce_nak_wc_status(value));
 		break;
 	default:
 		sroce_count(sdev, SROCE_CNT_RESP_DROP, 1);
@@ -280,21 +274,11 @@ static bool sroce_comp_read_fits(struct sroce_qp *qp,
 				 const struct sroce_send_meta *m,
 				 const struct sroce_pkt *pkt)
 {
-	bool first = pkt->psn == m->first_psn;
 	bool last = pkt->psn == m->last_psn;
-	u32 want = last ? m->length - m->resp_off : qp->mtu;
 
-	if (first && last)
-		return pkt->opcode == SROCE_OP_READ_RESP_ONLY &&
-		       pkt->paylen == want;
-	if (first)
-		return pkt->opcode == SROCE_OP_READ_RESP_FIRST &&
-		       pkt->paylen == want;
-	if (last)
-		return pkt->opcode == SROCE_OP_READ_RESP_LAST &&
-		       pkt->paylen == want;
-	return pkt->opcode == SROCE_OP_READ_RESP_MIDDLE &&
-	       pkt->paylen == want;
+	return sroce_read_resp_fits(pkt->opcode, pkt->paylen,
+				    pkt->psn == m->first_psn, last,
+				    last ? m->length - m->resp_off : qp->mtu);
 }
 
 /* A READ response or atomic ACK for the oldest incomplete WQE. */
@@ -388,8 +372,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	/* Only PSNs this requester has handed out can be answered. */
 	if (qp->sq_flushed || comp->error ||
-	    sroce_psn_diff(pkt->psn, comp->una) < -1 ||
-	    sroce_psn_diff(pkt->psn, comp->max_psn) >= 0) {
+	    !sroce_psn_in_resp_window(pkt->psn, comp->una, comp->max_psn)) {
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		sroce_count(sdev, SROCE_CNT_RESP_DROP, 1);
 		return;
@@ -397,7 +380,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	if (pkt->mask & (SROCE_M_READ | SROCE_M_ATOMIC)) {
 		/* A READ response's AETH can only carry an ACK. */
 		if ((pkt->mask & SROCE_M_AETH) &&
-		    (pkt->syndrome & SROCE_AETH_TYPE_MASK) != SROCE_AETH_ACK)
+		    sroce_aeth_type(pkt->syndrome) != SROCE_AETH_ACK)
 			sroce_comp_ack(qp, pkt);
 		else
 			sroce_comp_data(qp, skb, pkt);

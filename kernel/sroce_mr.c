@@ -28,7 +28,8 @@
 			 IB_ACCESS_MW_BIND | IB_ACCESS_HUGETLB | \
 			 IB_ACCESS_RELAXED_ORDERING)
 
-static int sroce_mr_check_access(struct ib_device *ibdev, int access)
+/* May an MR be registered with @access on @ibdev? */
+int sroce_mr_check_access(struct ib_device *ibdev, int access)
 {
 	int err = ib_check_mr_access(ibdev, access);
 
@@ -116,6 +117,22 @@ bool sroce_mr_covers(const struct sroce_mr *mr, u64 addr, u64 len)
 	if (mr->type == SROCE_MR_DMA)
 		return true;
 	return addr >= mr->iova && addr + len <= mr->iova + mr->length;
+}
+
+/**
+ * sroce_mr_allows - may an access in @pd to [@iova, @iova + @len) needing
+ *	@access use @mr?
+ * @mr: the region
+ * @pd: the PD the access is made in
+ * @iova: first byte
+ * @len: bytes
+ * @access: IB_ACCESS_* every one of which the MR must grant (0: local read)
+ */
+bool sroce_mr_allows(const struct sroce_mr *mr, const struct ib_pd *pd,
+		     u64 iova, u64 len, int access)
+{
+	return mr->ibmr.pd == pd && (mr->access & access) == access &&
+	       sroce_mr_covers(mr, iova, len);
 }
 
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
@@ -424,8 +441,7 @@ struct sroce_mr *sroce_mr_get_checked(struct sroce_dev *sdev,
 
 	if (!mr)
 		return NULL;
-	if (mr->ibmr.pd != pd || (mr->access & access) != access ||
-	    !sroce_mr_covers(mr, iova, len)) {
+	if (!sroce_mr_allows(mr, pd, iova, len, access)) {
 		sroce_mr_put(mr);
 		return NULL;
 	}

@@ -174,6 +174,100 @@ static inline u32 sroce_psn_add(u32 psn, u32 n)
 	return (psn + n) & SROCE_PSN_MASK;
 }
 
+/* The responder's view of a request's PSN against the one it expects. */
+enum sroce_psn_class {
+	SROCE_PSN_EXPECTED,	/* execute it */
+	SROCE_PSN_DUPLICATE,	/* before: answer again, do not execute */
+	SROCE_PSN_AHEAD,	/* beyond: packets went missing (NAK) */
+};
+
+static inline enum sroce_psn_class sroce_psn_classify(u32 psn, u32 expected)
+{
+	s32 d = sroce_psn_diff(psn, expected);
+
+	if (d < 0)
+		return SROCE_PSN_DUPLICATE;
+	return d > 0 ? SROCE_PSN_AHEAD : SROCE_PSN_EXPECTED;
+}
+
+/*
+ * The completer's window: a response may answer PSNs from una - 1 (a
+ * repeated ACK of the last one acknowledged) up to, not including,
+ * max_psn (the next PSN the requester will hand out).
+ */
+static inline bool sroce_psn_in_resp_window(u32 psn, u32 una, u32 max_psn)
+{
+	return sroce_psn_diff(psn, una) >= -1 &&
+	       sroce_psn_diff(psn, max_psn) < 0;
+}
+
+/* AETH syndrome: the type in bits 7:5, the value in bits 4:0. */
+static inline u8 sroce_aeth_syndrome(u8 type, u8 value)
+{
+	return (type & SROCE_AETH_TYPE_MASK) | (value & SROCE_AETH_VALUE_MASK);
+}
+
+static inline u8 sroce_aeth_type(u8 syndrome)
+{
+	return syndrome & SROCE_AETH_TYPE_MASK;
+}
+
+static inline u8 sroce_aeth_value(u8 syndrome)
+{
+	return syndrome & SROCE_AETH_VALUE_MASK;
+}
+
+/* The requester's completion status for a NAK code it received. */
+static inline enum ib_wc_status sroce_nak_wc_status(u8 code)
+{
+	switch (code) {
+	case SROCE_NAK_INVALID_REQ:
+		return IB_WC_REM_INV_REQ_ERR;
+	case SROCE_NAK_REM_ACCESS:
+		return IB_WC_REM_ACCESS_ERR;
+	default:
+		return IB_WC_REM_OP_ERR;
+	}
+}
+
+/* The NAK a responder sends when a SEND's scatter failed with @status. */
+static inline enum sroce_nak_code sroce_scatter_nak_code(u8 status)
+{
+	return status == IB_WC_LOC_LEN_ERR ? SROCE_NAK_INVALID_REQ :
+					     SROCE_NAK_REM_OP_ERR;
+}
+
+/* FIRST and MIDDLE packets carry exactly one path MTU, others at most. */
+static inline bool sroce_paylen_ok(u32 mask, u32 paylen, u32 mtu)
+{
+	if (mask & (SROCE_M_FIRST | SROCE_M_MIDDLE))
+		return paylen == mtu;
+	return paylen <= mtu;
+}
+
+/*
+ * Does a READ response fit its place in the READ: the opcode for the
+ * first, a middle, the last or the only packet, and @want bytes?
+ */
+static inline bool sroce_read_resp_fits(u8 opcode, u32 paylen, bool first,
+					bool last, u32 want)
+{
+	u8 expect;
+
+	if (first && last)
+		expect = SROCE_OP_READ_RESP_ONLY;
+	else if (first)
+		expect = SROCE_OP_READ_RESP_FIRST;
+	else if (last)
+		expect = SROCE_OP_READ_RESP_LAST;
+	else
+		expect = SROCE_OP_READ_RESP_MIDDLE;
+	return opcode == expect && paylen == want;
+}
+
+/* sroce_comp.c */
+u32 sroce_rnr_timer_usecs(u8 value);
+
 /* sroce_opcode.c */
 void sroce_hdr_build(u8 *buf, const struct sroce_pkt *pkt);
 int sroce_hdr_parse(const u8 *buf, unsigned int len, struct sroce_pkt *pkt);

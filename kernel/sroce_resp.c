@@ -179,7 +179,7 @@ static void sroce_resp_nak(struct sroce_qp *qp, enum sroce_nak_code code,
 
 	sroce_count(sdev, code == SROCE_NAK_PSN_SEQ_ERR ?
 		    SROCE_CNT_SEQ_NAK_SENT : SROCE_CNT_ERR_NAK_SENT, 1);
-	sroce_resp_queue_ack(qp, SROCE_AETH_NAK | code, psn);
+	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_NAK, code), psn);
 }
 
 /* Receive WQEs -------------------------------------------------------- */
@@ -307,14 +307,6 @@ static u8 sroce_resp_scatter(struct sroce_qp *qp, const struct sk_buff *skb,
 
 /* Requests ------------------------------------------------------------ */
 
-/* FIRST and MIDDLE packets carry exactly one path MTU. */
-static bool sroce_resp_len_ok(struct sroce_qp *qp, const struct sroce_pkt *pkt)
-{
-	if (pkt->mask & (SROCE_M_FIRST | SROCE_M_MIDDLE))
-		return pkt->paylen == qp->mtu;
-	return pkt->paylen <= qp->mtu;
-}
-
 /* A SEND packet at the expected PSN. */
 static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 			   const struct sroce_pkt *pkt)
@@ -333,8 +325,10 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 		}
 		if (!n) {
 			sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
-			sroce_resp_queue_ack(qp, SROCE_AETH_RNR_NAK |
-					     qp->attr.min_rnr_timer, pkt->psn);
+			sroce_resp_queue_ack(qp,
+					     sroce_aeth_syndrome(SROCE_AETH_RNR_NAK,
+								 qp->attr.min_rnr_timer),
+					     pkt->psn);
 			return SROCE_RESP_KICK;
 		}
 		resp->offset = 0;
@@ -343,9 +337,7 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 				    pkt->paylen);
 	if (status != IB_WC_SUCCESS) {
 		sroce_resp_complete_error(qp, status);
-		sroce_resp_nak(qp, status == IB_WC_LOC_LEN_ERR ?
-			       SROCE_NAK_INVALID_REQ : SROCE_NAK_REM_OP_ERR,
-			       pkt->psn);
+		sroce_resp_nak(qp, sroce_scatter_nak_code(status), pkt->psn);
 		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 	}
 	resp->offset += pkt->paylen;
@@ -408,8 +400,10 @@ static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
 			return SROCE_RESP_ERROR | SROCE_RESP_FATAL;
 		if (!n) {
 			sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
-			sroce_resp_queue_ack(qp, SROCE_AETH_RNR_NAK |
-					     qp->attr.min_rnr_timer, pkt->psn);
+			sroce_resp_queue_ack(qp,
+					     sroce_aeth_syndrome(SROCE_AETH_RNR_NAK,
+								 qp->attr.min_rnr_timer),
+					     pkt->psn);
 			return SROCE_RESP_KICK;
 		}
 	}
@@ -610,19 +604,23 @@ static u32 sroce_resp_duplicate(struct sroce_qp *qp,
 	return 0;	/* too old to answer: the requester has moved on */
 }
 
-/* Does @pkt continue (or properly start) the message under way? */
-static bool sroce_resp_in_order(struct sroce_qp *qp,
-				const struct sroce_pkt *pkt)
+/**
+ * sroce_resp_msg_in_order - does a packet continue (or properly start)
+ *	the message under way?
+ * @msg: the responder's message state
+ * @mask: the packet's opcode mask (enum sroce_op_mask)
+ */
+bool sroce_resp_msg_in_order(enum sroce_resp_msg msg, u32 mask)
 {
-	switch (qp->resp.msg) {
+	switch (msg) {
 	case SROCE_RESP_SEND:
-		return (pkt->mask & SROCE_M_SEND) &&
-		       (pkt->mask & (SROCE_M_MIDDLE | SROCE_M_LAST));
+		return (mask & SROCE_M_SEND) &&
+		       (mask & (SROCE_M_MIDDLE | SROCE_M_LAST));
 	case SROCE_RESP_WRITE:
-		return (pkt->mask & SROCE_M_WRITE) &&
-		       (pkt->mask & (SROCE_M_MIDDLE | SROCE_M_LAST));
+		return (mask & SROCE_M_WRITE) &&
+		       (mask & (SROCE_M_MIDDLE | SROCE_M_LAST));
 	default:
-		return pkt->mask & SROCE_M_START;
+		return mask & SROCE_M_START;
 	}
 }
 
@@ -633,8 +631,9 @@ static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
 	struct sroce_resp *resp = &qp->resp;
 	u32 ret;
 
-	if (!sroce_resp_in_order(qp, pkt) ||
-	    ((pkt->mask & SROCE_M_PAYLOAD) && !sroce_resp_len_ok(qp, pkt))) {
+	if (!sroce_resp_msg_in_order(resp->msg, pkt->mask) ||
+	    ((pkt->mask & SROCE_M_PAYLOAD) &&
+	     !sroce_paylen_ok(pkt->mask, pkt->paylen, qp->mtu))) {
 		if (qp->ibqp.qp_type == IB_QPT_UC) {
 			resp->msg = SROCE_RESP_DROP;
 			return 0;
@@ -669,11 +668,11 @@ static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 			 const struct sroce_pkt *pkt)
 {
 	struct sroce_resp *resp = &qp->resp;
-	s32 d = sroce_psn_diff(pkt->psn, resp->psn);
+	enum sroce_psn_class c = sroce_psn_classify(pkt->psn, resp->psn);
 
-	if (d < 0)
+	if (c == SROCE_PSN_DUPLICATE)
 		return sroce_resp_duplicate(qp, pkt);
-	if (d > 0) {
+	if (c == SROCE_PSN_AHEAD) {
 		/* Packets went missing: one NAK, then wait for the resend. */
 		if (resp->nak_sent)
 			return 0;
@@ -702,7 +701,7 @@ static u32 sroce_resp_uc(struct sroce_qp *qp, struct sk_buff *skb,
 		}
 		resp->msg = SROCE_RESP_IDLE;
 	}
-	if (!sroce_resp_in_order(qp, pkt)) {
+	if (!sroce_resp_msg_in_order(resp->msg, pkt->mask)) {
 		resp->msg = SROCE_RESP_DROP;
 		resp->psn = sroce_psn_add(pkt->psn, 1);
 		return 0;
