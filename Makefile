@@ -105,7 +105,8 @@ debug-src:
 	@test -f $(DK)/krel || { echo "no debug kernel: make debug-kernel first" >&2; exit 1; }
 	@mkdir -p $(DK)/sroce
 	rsync -a -R --prune-empty-dirs --include='*/' --include='*.[ch]' \
-		--include=Kbuild --exclude='*' Kbuild kernel uapi tests/kmod $(DK)/sroce/
+		--include=Kbuild --exclude='*' Kbuild kernel uapi tests/kmod tests/kunit \
+		$(DK)/sroce/
 
 debug-modules: debug-kernel
 	$(MAKE) DEBUG_KERNEL=1 module ktest stage

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * KUnit: memory-region bounds and access checks (kernel/sroce_mr.c) on
+ * fake struct sroce_mr: sroce_mr_covers, sroce_mr_allows (what
+ * sroce_mr_get_checked applies after the key lookup), the access flags a
+ * registration may ask for (sroce_mr_check_access), and sroce_mr_copy
+ * through a user MR's page array.
+ */
+
+#include <kunit/test.h>
+
+#include "../../kernel/sroce.h"
+
+#define L_WRITE		IB_ACCESS_LOCAL_WRITE
+#define R_WRITE		IB_ACCESS_REMOTE_WRITE
+#define R_READ		IB_ACCESS_REMOTE_READ
+#define R_ATOMIC	IB_ACCESS_REMOTE_ATOMIC
+
+static struct sroce_mr *sroce_kunit_mr(struct kunit *test,
+				       enum sroce_mr_type type, u64 iova,
+				       u64 length, int access,
+				       struct ib_pd *pd)
+{
+	struct sroce_mr *mr = kunit_kzalloc(test, sizeof(*mr), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, mr);
+	mr->type = type;
+	mr->iova = iova;
+	mr->length = length;
+	mr->access = access;
+	mr->ibmr.pd = pd;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	return mr;
+}
+
+/* [iova, iova + length): first and last byte in, one either side out. */
+static void sroce_mr_covers_bounds(struct kunit *test)
+{
+	struct sroce_mr *mr = sroce_kunit_mr(test, SROCE_MR_USER, 0x10000,
+					     0x3000, L_WRITE, NULL);
+
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(mr, 0x10000, 0x3000));
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(mr, 0x10000, 1));
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(mr, 0x12fff, 1));
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(mr, 0x11000, 0x2000));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0x0ffff, 1));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0x0ffff, 2));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0x13000, 1));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0x12fff, 2));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0x10000, 0x3001));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0, 0x20000));
+	/* Zero bytes: anywhere from the first byte to one past the last. */
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(mr, 0x10000, 0));
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(mr, 0x13000, 0));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0x13001, 0));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0xffff, 0));
+}
+
+/* addr + len wrapping past 2^64 is never covered, not even by a DMA MR. */
+static void sroce_mr_covers_overflow(struct kunit *test)
+{
+	struct sroce_mr *mr = sroce_kunit_mr(test, SROCE_MR_USER,
+					     0xffffffffffff0000ULL, 0xffff,
+					     L_WRITE, NULL);
+	struct sroce_mr *dma = sroce_kunit_mr(test, SROCE_MR_DMA, 0, U64_MAX,
+					      L_WRITE, NULL);
+
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(mr, 0xffffffffffff0000ULL,
+						0xffff));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0xffffffffffff0000ULL,
+						 0x10000));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0xfffffffffffffff0ULL,
+						 0x20));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0xffffffffffff0001ULL,
+						 U64_MAX));
+	/* len near 2^64 from a small address: wraps to a "small" end. */
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0xffffffffffff0010ULL,
+						 0xfffffffffffffff8ULL));
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(dma, 0, 0));
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(dma, 0xffff888000000000ULL,
+						4096));
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(dma, 0, U64_MAX));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(dma, 1, U64_MAX));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(dma, U64_MAX, 2));
+}
+
+/* A FAST (FRWR) MR is bounded by the iova/length it was mapped with. */
+static void sroce_mr_covers_fast(struct kunit *test)
+{
+	struct sroce_mr *mr = sroce_kunit_mr(test, SROCE_MR_FAST, 0x7000,
+					     0x2000, 0, NULL);
+
+	KUNIT_EXPECT_TRUE(test, sroce_mr_covers(mr, 0x7000, 0x2000));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0x6fff, 0x10));
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0x8ff0, 0x11));
+	/* Not mapped yet: length 0 covers nothing but empty ranges. */
+	mr->length = 0;
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, 0x7000, 1));
+}
+
+/*
+ * Every access the MR grants, no access it does not; the PD must match.
+ * 0 (a local read: gather for a send) is always granted.
+ */
+static void sroce_mr_allows_access(struct kunit *test)
+{
+	static const int wants[] = { 0, L_WRITE, R_WRITE, R_READ, R_ATOMIC,
+				     L_WRITE | R_WRITE, R_READ | R_WRITE };
+	static const int grants[] = {
+		0, L_WRITE, L_WRITE | R_WRITE, R_READ, L_WRITE | R_ATOMIC,
+		L_WRITE | R_WRITE | R_READ | R_ATOMIC,
+	};
+	struct ib_pd *pd = kunit_kzalloc(test, sizeof(*pd) * 2, GFP_KERNEL);
+	unsigned int g, w;
+
+	KUNIT_ASSERT_NOT_NULL(test, pd);
+	for (g = 0; g < ARRAY_SIZE(grants); g++) {
+		struct sroce_mr *mr = sroce_kunit_mr(test, SROCE_MR_USER,
+						     0x1000, 0x1000,
+						     grants[g], &pd[0]);
+
+		for (w = 0; w < ARRAY_SIZE(wants); w++) {
+			bool ok = (grants[g] & wants[w]) == wants[w];
+
+			KUNIT_EXPECT_EQ_MSG(test,
+					    sroce_mr_allows(mr, &pd[0], 0x1000,
+							    16, wants[w]),
+					    ok, "grants 0x%x wants 0x%x",
+					    grants[g], wants[w]);
+			/* Another PD: never. */
+			KUNIT_EXPECT_FALSE(test,
+					   sroce_mr_allows(mr, &pd[1], 0x1000,
+							   16, wants[w]));
+			/* Out of bounds: never, whatever the rights. */
+			KUNIT_EXPECT_FALSE(test,
+					   sroce_mr_allows(mr, &pd[0], 0x1ff8,
+							   16, wants[w]));
+		}
+	}
+}
+
+/* A registration's access flags (ib_check_mr_access and ours). */
+static void sroce_mr_check_access_flags(struct kunit *test)
+{
+	struct ib_device *dev = kunit_kzalloc(test, sizeof(*dev), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, dev);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, 0), 0);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE), 0);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, R_READ), 0);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE | R_WRITE |
+						    R_READ | R_ATOMIC), 0);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE |
+						    IB_ACCESS_RELAXED_ORDERING),
+			0);
+	/* Remote write or atomic needs local write. */
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, R_WRITE), -EINVAL);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, R_ATOMIC), -EINVAL);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, R_READ | R_WRITE),
+			-EINVAL);
+	/* Unknown bits; on-demand paging and flush, which sroce lacks. */
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, BIT(30)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, IB_ACCESS_ON_DEMAND),
+			-EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE |
+						    IB_ACCESS_FLUSH_GLOBAL),
+			-EOPNOTSUPP);
+	/* ib_core would allow these if the device claimed them: we don't. */
+	dev->attrs.kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
+	dev->attrs.device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, IB_ACCESS_ON_DEMAND),
+			-EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE |
+						    IB_ACCESS_FLUSH_GLOBAL),
+			-EOPNOTSUPP);
+}
+
+static void sroce_kunit_free_page(void *page)
+{
+	__free_page(page);
+}
+
+/*
+ * A user MR over two pages, its byte 0 at @offset in the first: copies
+ * in and out land at the right place across the page boundary.
+ */
+static void sroce_mr_copy_pages(struct kunit *test)
+{
+	const unsigned int offset = 100;
+	const u64 iova = 0x40000000 + offset;
+	const u64 length = 2 * PAGE_SIZE - offset;
+	struct sroce_mr *mr = sroce_kunit_mr(test, SROCE_MR_USER, iova, length,
+					     L_WRITE, NULL);
+	struct page **pages = kunit_kcalloc(test, 2, sizeof(*pages),
+					    GFP_KERNEL);
+	u8 *src = kunit_kzalloc(test, 300, GFP_KERNEL);
+	u8 *dst = kunit_kzalloc(test, 300, GFP_KERNEL);
+	u64 at = iova + PAGE_SIZE - offset - 150;	/* 150 before page 2 */
+	unsigned int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, pages);
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+	for (i = 0; i < 2; i++) {
+		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		KUNIT_ASSERT_NOT_NULL(test, pages[i]);
+		KUNIT_ASSERT_EQ(test,
+				kunit_add_action_or_reset(test,
+							  sroce_kunit_free_page,
+							  pages[i]), 0);
+	}
+	mr->pages = pages;
+	mr->npages = 2;
+	mr->offset = offset;
+	for (i = 0; i < 300; i++)
+		src[i] = i * 7 + 1;
+
+	KUNIT_ASSERT_TRUE(test, sroce_mr_covers(mr, at, 300));
+	KUNIT_ASSERT_EQ(test, sroce_mr_copy(mr, at, src, 300, true), 0);
+	KUNIT_EXPECT_MEMEQ(test, (u8 *)page_address(pages[0]) +
+			   PAGE_SIZE - 150, src, 150);
+	KUNIT_EXPECT_MEMEQ(test, page_address(pages[1]), src + 150, 150);
+	KUNIT_EXPECT_EQ(test, ((u8 *)page_address(pages[0]))[PAGE_SIZE - 151],
+			0);
+	KUNIT_EXPECT_EQ(test, ((u8 *)page_address(pages[1]))[150], 0);
+	KUNIT_ASSERT_EQ(test, sroce_mr_copy(mr, at, dst, 300, false), 0);
+	KUNIT_EXPECT_MEMEQ(test, dst, src, 300);
+
+	/* The MR's first byte is byte @offset of its first page. */
+	KUNIT_ASSERT_EQ(test, sroce_mr_copy(mr, iova, src, 1, true), 0);
+	KUNIT_EXPECT_EQ(test, ((u8 *)page_address(pages[0]))[offset], src[0]);
+	/* And its last byte the last of the second page. */
+	KUNIT_ASSERT_TRUE(test, sroce_mr_covers(mr, iova + length - 1, 1));
+	KUNIT_ASSERT_EQ(test, sroce_mr_copy(mr, iova + length - 1, src + 5, 1,
+					    true), 0);
+	KUNIT_EXPECT_EQ(test, ((u8 *)page_address(pages[1]))[PAGE_SIZE - 1],
+			src[5]);
+	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, iova + length - 1, 2));
+}
+
+static struct kunit_case sroce_mr_cases[] = {
+	KUNIT_CASE(sroce_mr_covers_bounds),
+	KUNIT_CASE(sroce_mr_covers_overflow),
+	KUNIT_CASE(sroce_mr_covers_fast),
+	KUNIT_CASE(sroce_mr_allows_access),
+	KUNIT_CASE(sroce_mr_check_access_flags),
+	KUNIT_CASE(sroce_mr_copy_pages),
+	{}
+};
+
+static struct kunit_suite sroce_mr_suite = {
+	.name = "sroce_mr",
+	.test_cases = sroce_mr_cases,
+};
+
+kunit_test_suite(sroce_mr_suite);
