@@ -81,6 +81,7 @@ enum sroce_counter {
 	SROCE_CNT_ACKS_SENT,
 	SROCE_CNT_RETRY_EXCEEDED,
 	SROCE_CNT_RESP_DROP,		/* stale or out-of-window responses */
+	SROCE_CNT_TX_LENT,		/* packets sent with lent MR pages */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -254,6 +255,13 @@ struct sroce_send_meta {
 
 /* A doorbell this soon after the requester went idle starts a stream. */
 #define SROCE_REQ_BURST_NS	(20 * NSEC_PER_USEC)
+/*
+ * RC payloads from this size up go out as the MR's own pages (skb frags),
+ * not copies: below it a copy costs less than the page references and the
+ * extra fragment for pad and ICRC.
+ */
+#define SROCE_LEND_MIN_BYTES	512
+extern bool sroce_zero_copy_tx;		/* module parameter zero_copy_tx */
 
 /* Requester state: owned by the requester task, no lock. */
 struct sroce_req {
@@ -458,6 +466,8 @@ struct sroce_mr *sroce_mr_get_checked(struct sroce_dev *sdev,
 				      u64 len, int access);
 int sroce_mr_copy(const struct sroce_mr *mr, u64 iova, void *buf, u32 len,
 		  bool to_mr);
+int sroce_mr_lend(const struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
+		  u32 len);
 int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
 		      const struct sk_buff *skb, u32 off, u32 len);
 int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
@@ -543,6 +553,7 @@ u32 sroce_icrc(struct sk_buff *skb, const void *l3, bool ipv6, const u8 *bth,
 
 /* sroce_net.c */
 struct sk_buff *sroce_skb_alloc(struct sroce_dev *sdev, unsigned int len);
+int sroce_skb_put_tail(struct sk_buff *skb, unsigned int pad);
 int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		   struct dst_cache *cache, struct sk_buff *skb,
 		   unsigned int hdr_len, u16 sport);

@@ -260,6 +260,7 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_ACKS_SENT] = { .name = "acks_sent" },
 	[SROCE_CNT_RETRY_EXCEEDED] = { .name = "retry_exceeded" },
 	[SROCE_CNT_RESP_DROP] = { .name = "stale_responses" },
+	[SROCE_CNT_TX_LENT] = { .name = "tx_zero_copy_packets" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);

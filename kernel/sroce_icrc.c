@@ -46,11 +46,19 @@ static u32 sroce_crc_skb(u32 crc, struct sk_buff *skb, unsigned int off,
 	if (off + len <= skb_headlen(skb))
 		return crc32_le(crc, skb->data + off, len);
 
+	/*
+	 * skb_seq_read() hands out whole blocks (the rest of the linear part
+	 * or of a fragment) and does not clip the last one at the upper
+	 * bound: clip it here, or a packet whose pad and ICRC share a
+	 * fragment would have its own ICRC field summed.
+	 */
 	skb_prepare_seq_read(skb, off, off + len, &st);
-	while ((n = skb_seq_read(consumed, &data, &st)) != 0) {
+	while (consumed < len && (n = skb_seq_read(consumed, &data, &st))) {
+		n = min(n, len - consumed);
 		crc = crc32_le(crc, data, n);
 		consumed += n;
 	}
+	skb_abort_seq_read(&st);	/* unmaps a fragment left mapped */
 	return crc;
 }
 

@@ -12,11 +12,18 @@
  * reference (sroce_mr_get). dereg removes the key first, then waits for
  * the references in flight to drop before it unpins the pages.
  *
+ * Lending (zero-copy transmit): sroce_mr_lend() puts the region's pages
+ * into an skb as fragments, each with its own page reference, so a packet
+ * in flight keeps its pages even after the MR is deregistered and unpinned;
+ * the last reference goes when the skb is freed.
+ *
  * Locking: key_xa has its own lock; an MR is immutable between
  * registration and dereg (rereg builds a new MR), except the FRWR page
  * list, which the owner QP's send path serialises.
  */
 
+#include <linux/net.h>
+#include <linux/skbuff.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_umem.h>
@@ -386,6 +393,60 @@ int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
 		if (skb_copy_bits(skb, off, addr, n))
 			return -EFAULT;
 		off += n;
+		iova += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/**
+ * sroce_mr_lend - append @len bytes of @mr at @iova to @skb as page
+ *	fragments instead of copying them
+ * @mr: a region whose range the caller checked
+ * @iova: first byte in the region
+ * @skb: a packet being built: its linear part holds the headers
+ * @len: bytes
+ *
+ * Each new fragment holds a reference on its page; a chunk that continues
+ * the previous fragment in the same page extends it. One fragment slot is
+ * left for the pad and ICRC (sroce_skb_put_tail()).
+ *
+ * Return: 0; -EMSGSIZE when @skb runs out of fragment slots or
+ * -EOPNOTSUPP when this memory cannot be lent (not in the direct map, or a
+ * slab page): the caller frees @skb and copies instead; -EFAULT when the
+ * region's backing is gone.
+ */
+int sroce_mr_lend(const struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
+		  u32 len)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+
+	while (len) {
+		u32 room, off, n;
+		struct page *page;
+		void *addr = sroce_mr_addr(mr, iova, &room);
+
+		if (!addr)
+			return -EFAULT;
+		if (!virt_addr_valid(addr))
+			return -EOPNOTSUPP;
+		page = virt_to_page(addr);
+		if (!sendpage_ok(page))
+			return -EOPNOTSUPP;
+		off = offset_in_page(addr);
+		n = min3(len, room, (u32)PAGE_SIZE - off);
+		if (sh->nr_frags &&
+		    skb_can_coalesce(skb, sh->nr_frags, page, off)) {
+			skb_frag_size_add(&sh->frags[sh->nr_frags - 1], n);
+		} else {
+			if (sh->nr_frags >= MAX_SKB_FRAGS - 1)
+				return -EMSGSIZE;
+			get_page(page);
+			skb_fill_page_desc(skb, sh->nr_frags, page, off, n);
+		}
+		skb->len += n;
+		skb->data_len += n;
+		skb->truesize += n;
 		iova += n;
 		len -= n;
 	}

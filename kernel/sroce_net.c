@@ -28,6 +28,7 @@
 #include <linux/ipv6.h>
 #include <linux/module.h>
 #include <linux/udp.h>
+#include <linux/unaligned.h>
 #include <net/dst_cache.h>
 #include <net/ip.h>
 #include <net/ip6_route.h>
@@ -178,6 +179,44 @@ struct sk_buff *sroce_skb_alloc(struct sroce_dev *sdev, unsigned int len)
 	skb_reserve(skb, head);
 	skb_put(skb, len);
 	return skb;
+}
+
+/**
+ * sroce_skb_put_tail - end a packet whose payload is page fragments
+ *	(sroce_mr_lend()) with a fragment for its pad and ICRC
+ * @skb: the packet; a fragment slot is free
+ * @pad: pad bytes (0-3), sent as zeros
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int sroce_skb_put_tail(struct sk_buff *skb, unsigned int pad)
+{
+	unsigned int n = pad + SROCE_ICRC_BYTES;
+	struct page *head;
+	void *tail;
+
+	tail = netdev_alloc_frag(n);
+	if (!tail)
+		return -ENOMEM;
+	memset(tail, 0, n);
+	head = virt_to_head_page(tail);
+	skb_fill_page_desc(skb, skb_shinfo(skb)->nr_frags, head,
+			   tail - page_address(head), n);
+	skb->len += n;
+	skb->data_len += n;
+	skb->truesize += n;
+	return 0;
+}
+
+/* Where the ICRC goes: the last four bytes, linear or in the tail frag. */
+static void *sroce_skb_icrc(struct sk_buff *skb)
+{
+	const skb_frag_t *last;
+
+	if (!skb->data_len)
+		return skb_tail_pointer(skb) - SROCE_ICRC_BYTES;
+	last = &skb_shinfo(skb)->frags[skb_shinfo(skb)->nr_frags - 1];
+	return skb_frag_address(last) + skb_frag_size(last) - SROCE_ICRC_BYTES;
 }
 
 static __be32 sroce_gid_ip4(const union ib_gid *gid)
@@ -376,7 +415,8 @@ static int sroce_net_loopback(struct sroce_dev *sdev, const struct sroce_av *av,
  * @av: where it goes
  * @cache: the route cache of the sender (a QP), or NULL
  * @skb: from sroce_skb_alloc(), transport headers, payload and pad
- *	written; consumed
+ *	written, room for the ICRC at its end (linear, or the tail fragment
+ *	of sroce_skb_put_tail()); consumed
  * @hdr_len: bytes of transport headers
  * @sport: UDP source port (the flow's entropy)
  *
@@ -392,7 +432,6 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	unsigned int l3_len, payload;
 	struct net *net = dev_net(sdev->ndev);
 	struct dst_entry *dst;
-	__le32 *icrc;
 	int err;
 
 	/* The route cache is per CPU, and the stack wants BHs off here. */
@@ -415,12 +454,12 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	skb->dev = dst->dev;
 	skb->ip_summed = CHECKSUM_NONE;
 
-	icrc = (__le32 *)(skb_tail_pointer(skb) - SROCE_ICRC_BYTES);
-	*icrc = cpu_to_le32(sroce_icrc(skb, skb_network_header(skb), ipv6,
-				       skb_transport_header(skb) +
-				       sizeof(struct udphdr), hdr_len,
-				       l3_len + sizeof(struct udphdr) + hdr_len,
-				       payload));
+	put_unaligned_le32(sroce_icrc(skb, skb_network_header(skb), ipv6,
+				      skb_transport_header(skb) +
+				      sizeof(struct udphdr), hdr_len,
+				      l3_len + sizeof(struct udphdr) + hdr_len,
+				      payload),
+			   sroce_skb_icrc(skb));
 
 	if (dst->dev->flags & IFF_LOOPBACK) {
 		err = sroce_net_loopback(sdev, av, skb);

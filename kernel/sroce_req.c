@@ -20,6 +20,8 @@
  * under qp->sq_lock. No lock is held while a packet is sent.
  */
 
+#include <linux/module.h>
+
 #include "sroce.h"
 #include "sroce_pkt.h"
 
@@ -196,10 +198,13 @@ static int sroce_req_fetch(struct sroce_qp *qp)
 	return req->fetched - req->index;
 }
 
-/* Gather @len payload bytes of @wqe from byte @offset into @dst. */
+/*
+ * Gather @len payload bytes of @wqe from byte @offset: copied into @dst,
+ * or, when @lend_to is set, lent to that skb as page fragments.
+ */
 static int sroce_req_gather(struct sroce_qp *qp,
 			    const struct sroce_send_wqe *wqe, u32 offset,
-			    u8 *dst, u32 len)
+			    u8 *dst, struct sk_buff *lend_to, u32 len)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
@@ -225,7 +230,12 @@ static int sroce_req_gather(struct sroce_qp *qp,
 					  sge[i].addr + offset, n, 0);
 		if (!mr)
 			return -EFAULT;
-		err = sroce_mr_copy(mr, sge[i].addr + offset, dst, n, false);
+		if (lend_to)
+			err = sroce_mr_lend(mr, sge[i].addr + offset, lend_to,
+					    n);
+		else
+			err = sroce_mr_copy(mr, sge[i].addr + offset, dst, n,
+					    false);
 		sroce_mr_put(mr);
 		if (err)
 			return err;
@@ -307,6 +317,79 @@ static bool sroce_req_av(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 	return ok;
 }
 
+bool sroce_zero_copy_tx = true;
+module_param_named(zero_copy_tx, sroce_zero_copy_tx, bool, 0644);
+MODULE_PARM_DESC(zero_copy_tx,
+		 "send RC payloads of 512 bytes and more as the MR's pages, not copies (default: on)");
+
+/*
+ * Lend the payload instead of copying it: RC only, where the WQE completes
+ * when the peer has acknowledged the data, so the application cannot
+ * reuse the buffer while a packet of it is queued (UC and UD complete on
+ * transmit). Small payloads are cheaper to copy than to lend.
+ */
+static bool sroce_req_lends(const struct sroce_qp *qp,
+			    const struct sroce_send_wqe *wqe, u32 paylen)
+{
+	return READ_ONCE(sroce_zero_copy_tx) &&
+	       qp->ibqp.qp_type == IB_QPT_RC &&
+	       paylen >= SROCE_LEND_MIN_BYTES &&
+	       !(wqe->flags & SROCE_WQE_F_INLINE);
+}
+
+/* A packet whose payload is lent pages; NULL: build a copied one. */
+static struct sk_buff *sroce_req_build_lent(struct sroce_qp *qp,
+					    const struct sroce_send_wqe *wqe,
+					    const struct sroce_pkt *pkt,
+					    unsigned int hdr_len, u32 offset,
+					    u32 paylen, int *err)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sk_buff *skb;
+
+	skb = sroce_skb_alloc(sdev, hdr_len);
+	if (!skb) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	sroce_hdr_build(skb->data, pkt);
+	*err = sroce_req_gather(qp, wqe, offset, NULL, skb, paylen);
+	if (!*err)
+		*err = sroce_skb_put_tail(skb, pkt->pad);
+	if (*err) {
+		kfree_skb(skb);
+		return NULL;
+	}
+	return skb;
+}
+
+/* A packet with the payload copied into its linear part. */
+static struct sk_buff *sroce_req_build_copied(struct sroce_qp *qp,
+					      const struct sroce_send_wqe *wqe,
+					      const struct sroce_pkt *pkt,
+					      unsigned int hdr_len, u32 offset,
+					      u32 paylen, int *err)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sk_buff *skb;
+
+	skb = sroce_skb_alloc(sdev, hdr_len + paylen + pkt->pad +
+			      SROCE_ICRC_BYTES);
+	if (!skb) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	sroce_hdr_build(skb->data, pkt);
+	*err = paylen ? sroce_req_gather(qp, wqe, offset,
+					 skb->data + hdr_len, NULL, paylen) : 0;
+	if (*err) {
+		kfree_skb(skb);
+		return NULL;
+	}
+	memset(skb->data + hdr_len + paylen, 0, pkt->pad);
+	return skb;
+}
+
 /* Build and send one packet of @wqe: @paylen bytes from @offset. */
 static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 			  const struct sroce_av *av, struct sroce_pkt *pkt,
@@ -315,27 +398,26 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	unsigned int hdr_len = sroce_opcode_table[pkt->opcode].hdr_len;
 	bool ud = sroce_qp_is_ud(qp);
-	struct sk_buff *skb;
+	struct sk_buff *skb = NULL;
 	u16 sport;
-	int err;
+	int err = 0;
 
 	pkt->pad = sroce_pad(paylen);
-	skb = sroce_skb_alloc(sdev, hdr_len + paylen + pkt->pad +
-			      SROCE_ICRC_BYTES);
+	if (sroce_req_lends(qp, wqe, paylen)) {
+		skb = sroce_req_build_lent(qp, wqe, pkt, hdr_len, offset,
+					   paylen, &err);
+		if (skb)
+			sroce_count(sdev, SROCE_CNT_TX_LENT, 1);
+	}
+	/* Memory that cannot be lent, or too many fragments: copy it. */
+	if (!skb && (!err || err == -EOPNOTSUPP || err == -EMSGSIZE))
+		skb = sroce_req_build_copied(qp, wqe, pkt, hdr_len, offset,
+					     paylen, &err);
 	if (!skb) {
-		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
-		return -ENOMEM;
+		if (err == -ENOMEM)
+			sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+		return err;
 	}
-	sroce_hdr_build(skb->data, pkt);
-	if (paylen) {
-		err = sroce_req_gather(qp, wqe, offset, skb->data + hdr_len,
-				       paylen);
-		if (err) {
-			kfree_skb(skb);
-			return err;
-		}
-	}
-	memset(skb->data + hdr_len + paylen, 0, pkt->pad);
 
 	sport = ud ? rdma_get_udp_sport(av->flow_label, qp->qpn, pkt->dqpn) :
 		     qp->src_port;

@@ -808,6 +808,53 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 /* Transmit ------------------------------------------------------------ */
 
 /*
+ * A READ response whose payload is the MR's own pages (the requester
+ * copies it out; a response lost or rebuilt for a duplicate READ is a new
+ * skb). NULL: copy instead (small, or memory that cannot be lent).
+ */
+static struct sk_buff *sroce_resp_build_lent(struct sroce_dev *sdev,
+					     const struct sroce_mr *mr, u64 va,
+					     const struct sroce_pkt *pkt,
+					     unsigned int hdr_len, u32 paylen)
+{
+	struct sk_buff *skb;
+
+	if (!mr || paylen < SROCE_LEND_MIN_BYTES ||
+	    !READ_ONCE(sroce_zero_copy_tx))
+		return NULL;
+	skb = sroce_skb_alloc(sdev, hdr_len);
+	if (!skb)
+		return NULL;
+	sroce_hdr_build(skb->data, pkt);
+	if (sroce_mr_lend(mr, va, skb, paylen) ||
+	    sroce_skb_put_tail(skb, pkt->pad)) {
+		kfree_skb(skb);
+		return NULL;
+	}
+	return skb;
+}
+
+static struct sk_buff *sroce_resp_build_copied(struct sroce_dev *sdev,
+					       const struct sroce_mr *mr,
+					       u64 va, const struct sroce_pkt *pkt,
+					       unsigned int hdr_len, u32 paylen)
+{
+	struct sk_buff *skb;
+
+	skb = sroce_skb_alloc(sdev, hdr_len + paylen + pkt->pad +
+			      SROCE_ICRC_BYTES);
+	if (!skb)
+		return NULL;
+	sroce_hdr_build(skb->data, pkt);
+	if (mr && sroce_mr_copy(mr, va, skb->data + hdr_len, paylen, false)) {
+		kfree_skb(skb);
+		return NULL;
+	}
+	memset(skb->data + hdr_len + paylen, 0, pkt->pad);
+	return skb;
+}
+
+/*
  * Build the next packet of the answer at the head of the queue and
  * advance it. Called with resp_lock; returns NULL when the answer cannot
  * be built (it is then dropped: the requester will ask again).
@@ -862,18 +909,13 @@ static struct sk_buff *sroce_resp_build(struct sroce_qp *qp,
 
 	*hdr_len = sroce_opcode_table[pkt.opcode].hdr_len;
 	pkt.pad = sroce_pad(paylen);
-	skb = sroce_skb_alloc(sdev, *hdr_len + paylen + pkt.pad +
-			      SROCE_ICRC_BYTES);
-	if (skb) {
-		sroce_hdr_build(skb->data, &pkt);
-		if (mr && sroce_mr_copy(mr, res->va + tx->off,
-					skb->data + *hdr_len, paylen, false)) {
-			kfree_skb(skb);
-			skb = NULL;
-		} else {
-			memset(skb->data + *hdr_len + paylen, 0, pkt.pad);
-		}
-	}
+	skb = sroce_resp_build_lent(sdev, mr, res->va + tx->off, &pkt,
+				    *hdr_len, paylen);
+	if (skb)
+		sroce_count(sdev, SROCE_CNT_TX_LENT, 1);
+	else
+		skb = sroce_resp_build_copied(sdev, mr, res->va + tx->off,
+					      &pkt, *hdr_len, paylen);
 	if (mr)
 		sroce_mr_put(mr);
 	if (skb && tx->type == SROCE_RTX_READ) {

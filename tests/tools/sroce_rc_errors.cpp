@@ -172,7 +172,7 @@ struct delta {
 };
 
 // Counter point: each delta must have grown by exactly @want (or, for
-// want < 0, by at least 1).
+// want < 0, by at least -want).
 void check_counters(const char *desc, std::initializer_list<std::pair<const delta *, long long>> l)
 {
 	point P;
@@ -187,9 +187,9 @@ void check_counters(const char *desc, std::initializer_list<std::pair<const delt
 		snprintf(b, sizeof(b), "%s%s %s +%lld", got.empty() ? "" : ", ", dl->d->name,
 			 dl->name, g);
 		got += b;
-		if (want < 0 ? g < 1 : g != want)
+		if (want < 0 ? g < -want : g != want)
 			P.fail("%s %s grew by %lld, expected %s%lld", dl->d->name, dl->name, g,
-			       want < 0 ? "at least " : "", want < 0 ? 1 : want);
+			       want < 0 ? "at least " : "", want < 0 ? -want : want);
 	}
 	if (g_verbose || !P.ok())
 		tap::diag("%s", got.c_str());
@@ -881,9 +881,13 @@ void test_rnr_exceeded(uint8_t rnr_retry)
 	P.report("no receive posted, rnr_retry %u: SEND RNR_RETRY_EXC_ERR, the next flushed, "
 		 "responder still in RTS", rnr_retry);
 	snprintf(desc, sizeof(desc),
-		 "rnr_retry %u: %u RNR NAKs sent by %s and received by %s, retry_exceeded +1",
-		 rnr_retry, rnr_retry + 1, B.name, A.name);
-	check_counters(desc, {{&sent, rnr_retry + 1}, {&rcvd, rnr_retry + 1}, {&rex, 1}});
+		 "rnr_retry %u: %u RNR NAKs received by %s (at least as many sent by %s), "
+		 "retry_exceeded +1", rnr_retry, rnr_retry + 1, A.name, B.name);
+	// A retransmission that crosses an RNR NAK in flight (a slow guest) earns
+	// one more NAK, for a PSN the requester has already given up on: the
+	// responder may send more than the requester counts.
+	check_counters(desc, {{&sent, -(long long)(rnr_retry + 1)}, {&rcvd, rnr_retry + 1},
+			      {&rex, 1}});
 	conn_free(c);
 	region_free(src);
 }

@@ -37,9 +37,26 @@ netem() {
 	tc -n nsB qdisc replace dev vethB root netem "$@"
 }
 
-tap_plan 7
+zc_param=/sys/module/sroce/parameters/zero_copy_tx
+
+tap_plan 10
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 tap_check "all ops, 0 B..8 MiB, path MTU 1024" integrity
+# sroce0 sends SEND/WRITE data, sroce1 READ responses: both lend pages.
+tap_check "payloads went out zero-copy (both directions)" \
+	sroce_counters_nonzero sroce0 tx_zero_copy_packets
+tap_check "... READ responses too" \
+	sroce_counters_nonzero sroce1 tx_zero_copy_packets
+sroce_reset
+sroce_two_devices 1500 || tap_bail "set-up at MTU 1500, copying"
+echo 0 >"$zc_param"
+tap_check "zero_copy_tx=0: all ops, every byte right" integrity --quick
+echo 1 >"$zc_param"
+tap_check "... and nothing was lent" bash -c \
+	'for d in sroce0 sroce1; do
+		v=$(cat /sys/class/infiniband/$d/ports/1/hw_counters/tx_zero_copy_packets)
+		echo "$d tx_zero_copy_packets $v"; [ "$v" = 0 ] || exit 1
+	done'
 sroce_reset
 sroce_two_devices 9000 || tap_bail "set-up at MTU 9000"
 tap_check "all ops, 0 B..8 MiB, path MTU 4096" integrity -m 4096

@@ -58,10 +58,15 @@ integrity() {
 		"$SROCE_PAIR_DIR/client"
 }
 
+# Fewer iterations on the debug kernel (KASAN, lockdep: several times slower).
+iters=()
+sroce_debug_kernel && iters=(-n 200)
+
 perf() {
 	local t=$2 row
 	sides "$1"
 	shift 2
+	set -- "${iters[@]}" "$@"
 	sroce_pair "$S_NS" "$C_NS" 18515 \
 		"$t" -d "$S_DEV" -x "$S_GID" "$@" -- \
 		"$t" -d "$C_DEV" -x "$C_GID" "$@" "$S_IP" || return 1

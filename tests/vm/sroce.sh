@@ -61,6 +61,12 @@ sroce_unload() {
 
 # Start a test from a clean guest: no sroce or rxe device or module, no
 # namespace, no veth left over from an earlier script.
+# True on the debug test kernel (tools/debug-kernel: KASAN, lockdep), where
+# everything runs several times slower: scripts take fewer iterations there.
+sroce_debug_kernel() {
+	[[ $(uname -r) == *-sroce-debug ]]
+}
+
 sroce_reset() {
 	local d ns
 	sroce_unload
