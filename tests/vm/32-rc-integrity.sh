@@ -39,7 +39,7 @@ netem() {
 
 zc_param=/sys/module/sroce/parameters/zero_copy_tx
 
-tap_plan 10
+tap_plan 11
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 tap_check "all ops, 0 B..8 MiB, path MTU 1024" integrity
 # sroce0 sends SEND/WRITE data, sroce1 READ responses: both lend pages.

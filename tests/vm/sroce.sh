@@ -217,7 +217,12 @@ sroce_pair() {
 	src=$?
 	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
 		echo "client exit $crc, server exit $src"
+		# stderr lands before stdout's buffered lines: show errors first.
+		echo "--- client errors:"
+		grep -aiE 'error|fail|couldn|unable|exceeded' "$SROCE_PAIR_DIR/client" | head -n 8
 		echo "--- client:"; tail -n 15 "$SROCE_PAIR_DIR/client"
+		echo "--- server errors:"
+		grep -aiE 'error|fail|couldn|unable|exceeded' "$SROCE_PAIR_DIR/server" | head -n 8
 		echo "--- server:"; tail -n 15 "$SROCE_PAIR_DIR/server"
 		return 1
 	fi
