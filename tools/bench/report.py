@@ -228,6 +228,15 @@ def config_label(key):
     return s + (f' -q {q}' if q != 1 else '')
 
 
+TEST_ORDER = ('ib_send_bw', 'ib_write_bw', 'ib_read_bw', 'ib_atomic_bw', 'ib_send_lat',
+              'ib_write_lat', 'ib_read_lat')
+
+
+def config_order(cfg):
+    t, size, q = cfg
+    return (TEST_ORDER.index(t) if t in TEST_ORDER else 99, q, size)
+
+
 def collect(raw_dir):
     """-> {(mtu, transport, config_key): {metric: [values over rounds]}}."""
     data = {}
@@ -346,64 +355,93 @@ def spread(r):
     return s
 
 
+def render(title, hdr, body):
+    """A plain-text table: first column left-aligned, the rest right."""
+    widths = [max(len(str(c[i])) for c in body + [hdr]) for i in range(len(hdr))]
+
+    def line(cells):
+        return '  '.join(str(c).ljust(widths[i]) if i == 0 else str(c).rjust(widths[i])
+                         for i, c in enumerate(cells)).rstrip()
+    head = line(hdr)
+    return [title, head, '-' * len(head)] + [line(b) for b in body] + ['']
+
+
 def table(rows, info=''):
-    """Per MTU: one line per (configuration, figure): sroce, rxe (median
-    [min-max]) and sroce's ratio to rxe, TCP, memcpy; then TCP and memcpy."""
+    """Per MTU three tables (bandwidth, latency, cost): sroce and rdma_rxe
+    as median [min-max], and sroce's ratios to rxe, TCP and memcpy; TCP and
+    memcpy themselves at the end of the bandwidth and cost tables."""
     idx = {(r['mtu'], r['transport'], r['config'], r['metric']): r for r in rows}
-    out = []
-    if info:
-        out.append(info)
-    hdr = ('figure', 'unit', 'sroce', 'rdma_rxe', 'sroce/rxe', 'sroce/TCP', 'sroce/memcpy')
-    order = ['MiB/s', 'Mpps', 't_typical', 'p99', 'x of -q 1', 'CPU s/GB', 'doorbells/msg',
-             'retx packets', 'retx timeouts']
+    out = [info, ''] if info else []
     mtus = sorted({r['mtu'] for r in rows if r['mtu']})
+    tcp_cfg, mem_cfg = ('iperf3', 0, 1), ('memcpy', 0, 1)
+
+    def get(mtu, tr, cfg, metric):
+        return idx.get((mtu if tr != 'memcpy' else 0, tr, cfg, metric))
+
+    def ratio(r, k):
+        return fmt_ratio(r.get(k)) if r else '-'
     for mtu in mtus:
         cfgs = sorted({r['config'] for r in rows if r['mtu'] == mtu
-                       and r['transport'] in ('sroce', 'rxe')})
+                       and r['transport'] in ('sroce', 'rxe')}, key=config_order)
+        bw = [c for c in cfgs if not c[0].endswith('_lat')]
+        lat = [c for c in cfgs if c[0].endswith('_lat')]
         body = []
-        for metric in order:
-            for cfg in cfgs:
-                s = idx.get((mtu, 'sroce', cfg, metric))
-                x = idx.get((mtu, 'rxe', cfg, metric))
-                if not s and not x:
-                    continue
-                if metric == 'Mpps' and cfg[1] > 4096:
-                    continue
-                name = config_label(cfg)
-                if metric in ('t_typical', 'p99'):
-                    name += ' ' + ('typical' if metric == 't_typical' else 'p99')
-                elif metric not in ('MiB/s',):
-                    name += ' ' + {'Mpps': 'msg rate', 'x of -q 1': 'QP scaling',
-                                   'CPU s/GB': 'CPU', 'doorbells/msg': 'doorbells',
-                                   'retx packets': 'retransmits',
-                                   'retx timeouts': 'retransmit timeouts'}[metric]
-                body.append((name, UNITS.get(metric, 'x'), spread(s), spread(x),
-                             fmt_ratio(s and s.get('vs_rxe')),
-                             fmt_ratio(s and s.get('vs_tcp')),
-                             fmt_ratio(s and s.get('vs_memcpy'))))
-        for tr, cfg in (('tcp', ('iperf3', 0, 1)), ('memcpy', ('memcpy', 0, 1))):
-            for metric in ('MiB/s', 'CPU s/GB', 'retx packets'):
-                r = idx.get((mtu if tr == 'tcp' else 0, tr, cfg, metric))
-                if r:
-                    name = config_label(cfg) + ('' if metric == 'MiB/s' else
-                                                {'CPU s/GB': ' CPU', 'retx packets': ' retransmits'}[metric])
-                    body.append((name, UNITS[metric], spread(r), '-', '-',
-                                 fmt_ratio(r.get('vs_tcp')) if tr == 'memcpy' else '1.00x',
-                                 fmt_ratio(r.get('vs_memcpy'))))
-        widths = [max(len(str(c[i])) for c in body + [hdr]) for i in range(len(hdr))]
-        out.append('')
-        out.append(f'MTU {mtu}')
-        line = '  '.join(h.ljust(widths[i]) if i < 2 else h.rjust(widths[i])
-                         for i, h in enumerate(hdr))
-        out.append(line)
-        out.append('-' * len(line))
-        for b in body:
-            out.append('  '.join(str(c).ljust(widths[i]) if i < 2 else str(c).rjust(widths[i])
-                                 for i, c in enumerate(b)))
-    out.append('')
-    out.append('median [min-max] over the rounds; ratios from the medians (for us, s/GB, '
-               '/msg lower is better);')
-    out.append('TCP = iperf3 on the same veth at the same MTU; memcpy = one thread, 64 MiB.')
+        for c in bw:
+            s, x = get(mtu, 'sroce', c, 'MiB/s'), get(mtu, 'rxe', c, 'MiB/s')
+            ms, mx = get(mtu, 'sroce', c, 'Mpps'), get(mtu, 'rxe', c, 'Mpps')
+            qs, qx = get(mtu, 'sroce', c, 'x of -q 1'), get(mtu, 'rxe', c, 'x of -q 1')
+            body.append((config_label(c), spread(s), spread(x), ratio(s, 'vs_rxe'),
+                         ratio(s, 'vs_tcp'), ratio(s, 'vs_memcpy'),
+                         fmt(ms and ms['median']), fmt(mx and mx['median']),
+                         fmt_ratio(qs and qs['median']) if qs else '-',
+                         fmt_ratio(qx and qx['median']) if qx else '-'))
+        for tr, c in (('tcp', tcp_cfg), ('memcpy', mem_cfg)):
+            r = get(mtu, tr, c, 'MiB/s')
+            if r:
+                body.append((config_label(c), spread(r), '-', '-',
+                             '1.00x' if tr == 'tcp' else ratio(r, 'vs_tcp'),
+                             ratio(r, 'vs_memcpy'), '-', '-', '-', '-'))
+        if body:
+            out += render(f'MTU {mtu}: bandwidth (MiB/s)',
+                          ('', 'sroce', 'rdma_rxe', 'vs rxe', 'vs TCP', 'vs memcpy',
+                           'sroce Mpps', 'rxe Mpps', 'sroce vs -q 1', 'rxe vs -q 1'), body)
+        body = []
+        for c in lat:
+            st, xt = get(mtu, 'sroce', c, 't_typical'), get(mtu, 'rxe', c, 't_typical')
+            sp, xp = get(mtu, 'sroce', c, 'p99'), get(mtu, 'rxe', c, 'p99')
+            body.append((config_label(c), spread(st), spread(xt), ratio(st, 'vs_rxe'),
+                         spread(sp), spread(xp), ratio(sp, 'vs_rxe')))
+        if body:
+            out += render(f'MTU {mtu}: latency (us)',
+                          ('', 'sroce typical', 'rxe typical', 'vs rxe', 'sroce p99',
+                           'rxe p99', 'vs rxe'), body)
+        body = []
+        for c in cfgs:
+            s, x = get(mtu, 'sroce', c, 'CPU s/GB'), get(mtu, 'rxe', c, 'CPU s/GB')
+            d = get(mtu, 'sroce', c, 'doorbells/msg')
+            rs, rt = get(mtu, 'sroce', c, 'retx packets'), get(mtu, 'sroce', c, 'retx timeouts')
+            rx = get(mtu, 'rxe', c, 'retx packets')
+            body.append((config_label(c), spread(s), spread(x), ratio(s, 'vs_rxe'),
+                         ratio(s, 'vs_tcp'), spread(d), spread(rs), spread(rt), spread(rx)))
+        for tr, c in (('tcp', tcp_cfg), ('memcpy', mem_cfg)):
+            r = get(mtu, tr, c, 'CPU s/GB')
+            if r:
+                rx = get(mtu, tr, c, 'retx packets')
+                body.append((config_label(c), spread(r), '-', '-',
+                             '1.00x' if tr == 'tcp' else ratio(r, 'vs_tcp'), '-',
+                             spread(rx), '-', '-'))
+        if body:
+            out += render(f'MTU {mtu}: cost (CPU s/GB: guest CPU seconds per 10^9 bytes; '
+                          'doorbells: system calls per message; retransmits per run)',
+                          ('', 'sroce CPU', 'rxe CPU', 'vs rxe', 'vs TCP', 'doorbells/msg',
+                           'sroce retx pkts', 'sroce retx timeouts', 'rxe retries'), body)
+    out.append('median [min-max] over the rounds; ratios are sroce over the other, from the '
+               'medians')
+    out.append('(latency, CPU, doorbells: lower is better). TCP = iperf3, one stream, same '
+               'veth and MTU;')
+    out.append('memcpy = one thread, 64 MiB buffers. Taken under QEMU TCG: compare ratios, '
+               'not absolute figures,')
+    out.append('and only from a quiet host.')
     return '\n'.join(out) + '\n'
 
 
@@ -444,9 +482,14 @@ def plot(rows, path, info=''):
                 ax.axhline(r[0]['median'], color=colours[tr], linestyle='-.', label=label)
         ax.set_xscale('log', base=2)
         ax.set_yscale('log')
+        sizes = sorted({r['config'][1] for r in rows if r['mtu'] == mtu
+                        and r['metric'] == 'MiB/s' and r['config'][0] in styles})
+        ax.set_xticks(sizes, [size_label(x) for x in sizes])
+        ax.minorticks_off()
+        ax.grid(True, which='major', axis='y', alpha=0.3)
         ax.set_xlabel('message size (bytes)')
         ax.set_title(f'MTU {mtu}')
-        ax.grid(True, which='both', alpha=0.3)
+        ax.grid(True, which='major', axis='x', alpha=0.3)
     axes[0][0].set_ylabel('bandwidth (MiB/s, median over rounds)')
     axes[0][-1].legend(fontsize=7, loc='lower right')
     fig.suptitle('sroce vs rdma_rxe vs TCP (QEMU TCG guest, one veth pair)'
