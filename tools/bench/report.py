@@ -253,6 +253,17 @@ def collect(raw_dir):
     return data
 
 
+def run_status(raw_dir):
+    """-> (number of runs, names of those that left no figure)."""
+    names = sorted(n for n in os.listdir(raw_dir) if n.endswith('.txt'))
+    failed = []
+    for n in names:
+        _, m = measure(os.path.join(raw_dir, n))
+        if not m:
+            failed.append(n[:-4])
+    return len(names), failed
+
+
 def summary(vals):
     if not vals:
         return None
@@ -513,6 +524,9 @@ def report(d, png=True):
         return 1
     write_csv(rows, os.path.join(d, 'results.csv'))
     text = table(rows, info)
+    total, failed = run_status(os.path.join(d, 'raw'))
+    text += f'{total} runs, {len(failed)} without a result (left out)' + (
+        ': ' + ', '.join(failed) if failed else '') + '\n'
     with open(os.path.join(d, 'table.txt'), 'w', encoding='utf-8') as f:
         f.write(text)
     sys.stdout.write(text)
@@ -570,6 +584,8 @@ def self_test(samples):
     check('ratio to TCP', r and abs(r[0]['vs_tcp'] - 0.93 / (1.2e9 / 8 / MIB)) < 1e-9)
     check('failed run left out', data[(1500, 'rxe', ('ib_send_bw', 64, 1))]['MiB/s'] == [0.31])
     check('table renders', 'ib_send_bw 64 B' in table(rows))
+    check('failed runs named', run_status(os.path.join(samples, 'raw')) ==
+          (7, ['rxe-m1500-r2-ib_send_bw-s64-q1']))
     print(f'1..{n}')
     return 1 if fails else 0
 
