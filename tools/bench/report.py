@@ -18,8 +18,8 @@ Figures (perftest's "MB/sec" is MiB/s; so is everything here):
   t_typical, p99     perftest latency columns, microseconds
   CPU s/GB           guest CPU seconds (all vCPUs, both ends) per 10^9 bytes:
                      busy fraction of /proc/stat over the measured window
-                     (perftest --cpu_util; for iperf3 the whole run) x vCPUs
-                     / bytes per second
+                     (perftest --cpu_util; for iperf3, or when perftest
+                     prints 0, the whole run) x vCPUs / bytes per second
   doorbells/msg      sroce "doorbells" counter delta (both devices) per
                      message posted (MsgRate x duration for bandwidth runs)
   retransmissions    sroce retransmitted_packets and retransmit_timeouts
@@ -170,8 +170,10 @@ def measure(path):
         else:
             m['MiB/s'] = r.get('BW average[MB/sec]')
             m['Mpps'] = r.get('MsgRate[Mpps]')
+            # perftest now and then prints 0.00 (seen with -q 16): then
+            # the /proc/stat deltas around the whole run stand in.
             util = r.get('CPU_Util[%]')
-            util = util / 100.0 if util is not None else busy_fraction(h)
+            util = util / 100.0 if util else busy_fraction(h)
             m['CPU s/GB'] = cpu_s_per_gb(util, ncpu, m['MiB/s'])
             msgs = (m['Mpps'] or 0) * 1e6 * float(h.get('duration', 0))
         db = counter_delta(h, 'doorbells')
@@ -574,6 +576,8 @@ def self_test(samples):
     check('doorbells per message', abs(m.get('doorbells/msg', -1) - 208 / (0.015235e6 * 4)) < 1e-9)
     check('CPU s/GB from CPU_Util', abs(m['CPU s/GB'] - 0.9953 * 2 / (0.93 * MIB / GB)) < 1e-6)
     check('retransmissions', m.get('retx packets') == 5 and m.get('retx timeouts') == 1)
+    h['stat0'], h['stat1'] = 'cpu  100 0 100 200 0 0 0 0 0 0', 'cpu  200 0 200 300 0 0 100 0 0 0'
+    check('CPU s/GB around the run', abs(busy_fraction(h) - 0.75) < 1e-9)
     data = collect(os.path.join(samples, 'raw'))
     rows = figures(data)
     r = [x for x in rows if x['transport'] == 'sroce' and x['metric'] == 'MiB/s'
