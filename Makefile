@@ -94,7 +94,7 @@ demo: all stage
 	tools/demo
 
 # The benchmark of issue 7 (Documentation/performance.rst): one VM boot, a
-# few minutes with BENCH_ARGS=--quick, about 40 without.
+# few minutes with BENCH_ARGS=--quick, about an hour without.
 bench: module provider stage bench-tool
 	tools/bench/bench $(BENCH_ARGS)
 
