@@ -6,6 +6,8 @@
 #                      (build/provider/libsroce-rdmav34.so + sroce.driver)
 #   make check         every test: host unit tests, then the VM suite
 #   make demo          boot a VM, create devices, show them (README)
+#   make bench         sroce vs rdma_rxe, TCP and memcpy in one VM: table,
+#                      build/bench/results.csv, bench.png (BENCH_ARGS=--quick)
 #   make install       module -> /lib/modules/$(KVER)/updates, provider ->
 #                      libibverbs' provider dir, driver file -> /etc/libibverbs.d
 #
@@ -42,7 +44,7 @@ BUILD	:= $(CURDIR)/build
 DESTDIR	?=
 
 .PHONY: all module provider tools ktest install install-module install-provider \
-	check check-host check-vm demo deps stage clean clean-module \
+	check check-host check-vm demo bench bench-tool deps stage clean clean-module \
 	debug-kernel debug-src debug-modules debug-vm check-debug clean-debug-kernel
 
 all: module provider tools ktest
@@ -90,6 +92,17 @@ check-vm: all stage
 
 demo: all stage
 	tools/demo
+
+# The benchmark of issue 7 (Documentation/performance.rst): one VM boot, a
+# few minutes with BENCH_ARGS=--quick, about an hour without.
+bench: module provider stage bench-tool
+	tools/bench/bench $(BENCH_ARGS)
+
+bench-tool: $(BUILD)/bench/sroce_memcpy
+
+$(BUILD)/bench/sroce_memcpy: tools/bench/memcpy.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ $<
 
 clean-module:
 	$(MAKE) -C $(KDIR) M=$(MSRC) clean

@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# The guest half of "make bench" (tools/bench/bench boots the VM and runs
+# this inside it). One veth pair, vethA (10.77.0.1) and vethB (10.77.0.2),
+# carries every transport, at each MTU in turn:
+#
+#   sroce  vethA in nsA, vethB in nsB, sroce0 and sroce1 on them
+#          (two sroce devices in one namespace cannot reach each other)
+#   tcp    iperf3, one stream, nsA -> nsB over the same ends
+#   rxe    both ends moved back to init_net (rdma_rxe 6.12 routes and
+#          receives only there), rxe0 and rxe1 on them; policy routing sends
+#          10.77.0.1 -> .2 out of vethA and .2 -> .1 out of vethB instead of
+#          delivering locally (the "local" table is looked up after those
+#          rules; accept_local, no rp_filter, static neighbours)
+#   memcpy one thread, 64 MiB buffers (build/bench/sroce_memcpy)
+#
+# Each round runs every transport back to back. Each run leaves one file
+# in OUT/raw: "# key=value" header lines (what ran, /proc/stat and device
+# counters before and after) and then the client's output. Nothing here
+# passes or fails: a run that fails is recorded (rc=) and the next one runs.
+#
+#   guest.sh --out DIR [--rounds N] [--mtus "1500 9000"] [--quick]
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=../vm/netlib.sh
+source "$repo/tools/vm/netlib.sh"
+# shellcheck source=../../tests/vm/sroce.sh
+source "$repo/tests/vm/sroce.sh"
+
+out=$repo/build/bench
+rounds=3
+mtus="1500 9000"
+quick=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--out) out=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
+	--mtus) mtus=$2; shift 2 ;;
+	--quick) quick=1; shift ;;
+	*) echo "guest.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+
+if ((quick)); then
+	bw_sizes="64 65536"
+	lat_sizes="8"
+	qps="4"
+	dur=3 lat_iters=500
+else
+	bw_sizes="64 4096 65536 1048576"
+	lat_sizes="8 4096"
+	qps="4 16"
+	dur=4 lat_iters=1000
+fi
+# Duration mode: DUR seconds of traffic, the middle DUR - 2 s measured
+# (perftest's --margin 1 either side; its CPU_Util covers that window too).
+margin=1
+IP_A=10.77.0.1 IP_B=10.77.0.2
+raw=$out/raw
+mkdir -p "$raw"
+export SROCE_PAIR_DIR=/tmp/bench-pair SROCE_PAIR_TMO=90
+ncpu=$(nproc)
+
+log() { echo "bench: $*"; }
+
+# ---- topology -----------------------------------------------------------
+
+# The veth pair, in init_net, at MTU $1.
+veth_create() {
+	vm_veth_add - vethA - vethB "$1"
+}
+
+ends_to_ns() {
+	vm_netns_add nsA nsB &&
+	ip link set vethA netns nsA && ip link set vethB netns nsB &&
+	vm_addr_add nsA vethA "$IP_A" none && vm_addr_add nsB vethB "$IP_B" none
+}
+
+ends_to_init() {
+	ip -n nsA link set vethA netns 1 && ip -n nsB link set vethB netns 1 &&
+	vm_netns_del nsA nsB &&
+	vm_addr_add - vethA "$IP_A" none && vm_addr_add - vethB "$IP_B" none &&
+	vm_neigh_add - vethA "$IP_B" "$(vm_if_mac - vethB)" &&
+	vm_neigh_add - vethB "$IP_A" "$(vm_if_mac - vethA)" &&
+	ip route replace "$IP_B" dev vethA src "$IP_A" table 101 &&
+	ip route replace "$IP_A" dev vethB src "$IP_B" table 102
+}
+
+# Once: rules that make init_net send .1 -> .2 across the veth.
+policy_routing() {
+	local c
+	ip rule add pref 100 lookup local && ip rule del pref 0 &&
+	ip rule add pref 10 iif lo from "$IP_A" to "$IP_B" lookup 101 &&
+	ip rule add pref 11 iif lo from "$IP_B" to "$IP_A" lookup 102 || return 1
+	for c in all default; do
+		sysctl -qw net.ipv4.conf.$c.accept_local=1 net.ipv4.conf.$c.rp_filter=0
+	done
+}
+
+sroce_up() {
+	sroce_load &&
+	ip netns exec nsA rdma link add sroce0 type sroce netdev vethA &&
+	ip netns exec nsB rdma link add sroce1 type sroce netdev vethB &&
+	GID_A=$(sroce_wait_gid sroce0 "$(sroce_ipv4_gid "$IP_A")") &&
+	GID_B=$(sroce_wait_gid sroce1 "$(sroce_ipv4_gid "$IP_B")") &&
+	DEV_A=sroce0 DEV_B=sroce1 NS_A=nsA NS_B=nsB
+}
+
+sroce_down() {
+	rdma link delete sroce0 2>/dev/null
+	rdma link delete sroce1 2>/dev/null
+	true
+}
+
+rxe_up() {
+	local i
+	for i in vethA vethB; do
+		sysctl -qw net.ipv4.conf.$i.accept_local=1 net.ipv4.conf.$i.rp_filter=0
+	done
+	modprobe rdma_rxe &&
+	rdma link add rxe0 type rxe netdev vethA &&
+	rdma link add rxe1 type rxe netdev vethB &&
+	GID_A=$(sroce_wait_gid rxe0 "$(sroce_ipv4_gid "$IP_A")") &&
+	GID_B=$(sroce_wait_gid rxe1 "$(sroce_ipv4_gid "$IP_B")") &&
+	DEV_A=rxe0 DEV_B=rxe1 NS_A=- NS_B=-
+}
+
+rxe_down() {
+	rdma link delete rxe0 2>/dev/null
+	rdma link delete rxe1 2>/dev/null
+	true
+}
+
+# ---- one measurement ----------------------------------------------------
+
+# Builtins only, here and in stat: a fork costs 0.15 s or more under TCG.
+counters() {
+	local d f v
+	for d in "$DEV_A" "$DEV_B"; do
+		for f in /sys/class/infiniband/"$d"/ports/1/hw_counters/*; do
+			[ -f "$f" ] || continue
+			read -r v <"$f" || continue
+			printf '%s:%s=%s ' "$d" "${f##*/}" "$v"
+		done
+	done
+}
+
+procstat() {
+	local l
+	read -r l </proc/stat
+	echo "$l"
+}
+
+# header FILE KEY=VALUE...: start a raw file.
+header() {
+	local f=$1 kv
+	shift
+	: >"$f"
+	for kv in "$@"; do echo "# $kv" >>"$f"; done
+}
+
+# perf TRANSPORT MTU ROUND TEST SIZE QPS: server on B, client on A.
+perf() {
+	local tr=$1 mtu=$2 r=$3 t=$4 size=$5 q=$6 args f rc
+	# -Q 1: a completion for every message. In duration mode perftest
+	# counts completions in the measured window times the CQ moderation,
+	# which is 100 for ib_send_bw by default: a 2 s window of 1 MiB sends
+	# then shows 0 or 100 messages.
+	case $t in
+	*_lat) args=(-s "$size" -n "$lat_iters") ;;
+	ib_atomic_bw) args=(-D "$dur" -f "$margin" --cpu_util -Q 1) ;;
+	*) args=(-s "$size" -q "$q" -D "$dur" -f "$margin" --cpu_util -Q 1) ;;
+	esac
+	args+=(-F)
+	f=$raw/$tr-m$mtu-r$r-$t-s$size-q$q.txt
+	header "$f" kind=perftest transport="$tr" mtu="$mtu" round="$r" test="$t" \
+		size="$size" qps="$q" duration="$dur" margin="$margin" ncpu="$ncpu" \
+		"args=${args[*]}" "stat0=$(procstat)" "counters0=$(counters)" \
+		"t0=$EPOCHREALTIME"
+	sroce_pair "$NS_B" "$NS_A" 18515 \
+		"$t" -d "$DEV_B" -x "$GID_B" "${args[@]}" -- \
+		"$t" -d "$DEV_A" -x "$GID_A" "${args[@]}" "$IP_B" >/dev/null
+	rc=$?
+	{
+		echo "# t1=$EPOCHREALTIME"
+		echo "# stat1=$(procstat)"
+		echo "# counters1=$(counters)"
+		echo "# rc=$rc"
+		cat "$SROCE_PAIR_DIR/client"
+		[ "$rc" = 0 ] || { echo "# --- server:"; sed 's/^/# /' "$SROCE_PAIR_DIR/server"; }
+	} >>"$f"
+	log "$tr mtu $mtu round $r: $t -s $size -q $q: rc $rc $(row "$f")"
+}
+
+# The result row of a raw file, for the progress log.
+row() {
+	grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' "$1" | tail -1 | tr -s ' \t' ' '
+}
+
+tcp() {
+	local mtu=$1 r=$2 f rc spid
+	f=$raw/tcp-m$mtu-r$r-iperf3.txt
+	header "$f" kind=iperf3 transport=tcp mtu="$mtu" round="$r" test=iperf3 \
+		duration="$dur" ncpu="$ncpu" "stat0=$(procstat)" "t0=$EPOCHREALTIME"
+	ip netns exec nsB iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	spid=$!
+	vm_wait_listen -n nsB 5201 30
+	# One stream; the first second (slow start) is left out.
+	ip netns exec nsA timeout 60 iperf3 -c "$IP_B" -p 5201 -t "$dur" -O 1 -J \
+		>"$SROCE_PAIR_DIR/iperf3" 2>&1
+	rc=$?
+	wait "$spid"
+	{
+		echo "# t1=$EPOCHREALTIME"
+		echo "# stat1=$(procstat)"
+		echo "# rc=$rc"
+		cat "$SROCE_PAIR_DIR/iperf3"
+	} >>"$f"
+	log "tcp mtu $mtu round $r: rc $rc"
+}
+
+memcpy_run() {
+	local r=$1 f rc
+	f=$raw/memcpy-r$r.txt
+	header "$f" kind=memcpy transport=memcpy mtu=0 round="$r" test=memcpy ncpu="$ncpu"
+	"$repo/build/bench/sroce_memcpy" 2 >>"$f" 2>&1
+	rc=$?
+	echo "# rc=$rc" >>"$f"
+	log "memcpy round $r: rc $rc $(grep -E '^memcpy' "$f")"
+}
+
+# Every perftest run of one transport, as set up in DEV_*/NS_*/GID_*.
+perftests() {
+	local tr=$1 mtu=$2 r=$3 t s q
+	for t in ib_send_bw ib_write_bw ib_read_bw; do
+		for s in $bw_sizes; do perf "$tr" "$mtu" "$r" "$t" "$s" 1; done
+	done
+	perf "$tr" "$mtu" "$r" ib_atomic_bw 8 1
+	for q in $qps; do perf "$tr" "$mtu" "$r" ib_write_bw 65536 "$q"; done
+	for t in ib_send_lat ib_write_lat ib_read_lat; do
+		for s in $lat_sizes; do perf "$tr" "$mtu" "$r" "$t" "$s" 1; done
+	done
+}
+
+# ---- main ---------------------------------------------------------------
+
+sroce_reset
+policy_routing || { log "cannot set up policy routing"; exit 1; }
+log "rounds $rounds, MTUs $mtus, sizes $bw_sizes / $lat_sizes, duration ${dur}s, $ncpu CPUs, $(uname -r)"
+echo "$(date -u +%FT%TZ) rounds=$rounds mtus=$mtus quick=$quick dur=$dur kernel=$(uname -r)" \
+	>"$out/run-info.txt"
+for mtu in $mtus; do
+	veth_create "$mtu" || { log "cannot create the veth pair"; exit 1; }
+	for ((r = 1; r <= rounds; r++)); do
+		if ends_to_ns && sroce_up; then
+			perftests sroce "$mtu" "$r"
+		else
+			log "sroce set-up failed (mtu $mtu round $r)"
+		fi
+		sroce_down
+		tcp "$mtu" "$r"
+		if ends_to_init && rxe_up; then
+			perftests rxe "$mtu" "$r"
+		else
+			log "rxe set-up failed (mtu $mtu round $r)"
+		fi
+		rxe_down
+		[ "$mtu" != "${mtus%% *}" ] || memcpy_run "$r"
+	done
+	ip link del vethA 2>/dev/null
+done
+sroce_unload
+log "done"
