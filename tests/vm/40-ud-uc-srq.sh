@@ -5,7 +5,8 @@
 # ibv_ud_pingpong, ibv_uc_pingpong and ibv_srq_pingpong (16 QPs on one
 # SRQ), all with -g and the received buffers checked (-c), each device
 # as the server in turn; then perftest over UD (ib_send_bw, ib_send_lat)
-# and UC (ib_send_bw, ib_write_bw), and the UD receive counters.
+# and UC (ib_send_bw, ib_write_bw), UD multicast through the verbs
+# (sroce_mcast), and the receive drop counters.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -75,7 +76,7 @@ perf() {
 	[ -n "$row" ] && awk -v n=$n '{ exit !($2 == n && $3 > 0) }' <<<"$row"
 }
 
-tap_plan 13
+tap_plan 14
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 for side in B A; do
 	tap_check "sroce$([ $side = A ] && echo 0 || echo 1) serves: ibv_ud_pingpong -g -c, 1024 B" \
@@ -91,6 +92,9 @@ tap_check "ib_send_lat -c UD" perf B ib_send_lat -c UD
 tap_check "ib_send_bw -c UC" perf B ib_send_bw -c UC
 tap_check "ib_write_bw -c UC" perf B ib_write_bw -c UC
 tap_check "ib_send_lat -c UC" perf A ib_send_lat -c UC
+TAP_VERBOSE=1 tap_check "UD multicast through the verbs: delivery, detach, errnos, limits (sroce_mcast)" \
+	ip netns exec nsB timeout 120 "$SROCE_BIN/sroce_mcast" -a sroce0 -A "$SROCE_GID_A" \
+	-b sroce1 -B "$SROCE_GID_B"
 # UD/UC receives are not retried: on a clean link nothing is malformed
 # (bad Q_Key, too long), corrupt or addressed to a missing QP.
 tap_check "nothing malformed, corrupt or unrouted on a clean link" \
