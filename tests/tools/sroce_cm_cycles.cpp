@@ -121,9 +121,9 @@ int server(const char *addr, const char *port, int n)
 			fail("rdma_get_request", i);
 			goto out;
 		}
-		qp_attr(&attr);
-		if (rdma_create_qp(id, nullptr, &attr)) {
-			fail("rdma_create_qp", i);
+		// The listener's QP attributes gave the new id its QP.
+		if (!id->qp) {
+			fail("no QP from rdma_get_request", i);
 			rdma_destroy_ep(id);
 			goto out;
 		}
@@ -135,9 +135,8 @@ int server(const char *addr, const char *port, int n)
 			fail("rdma_post_recv", i);
 		else if (rdma_accept(id, nullptr))
 			fail("rdma_accept", i);
-		else
-			err = exchange(id, false, i, true, rbuf, sbuf, rmr, smr);
-		rdma_disconnect(id);
+		else if (!(err = exchange(id, false, i, true, rbuf, sbuf, rmr, smr)))
+			rdma_disconnect(id);
 		if (smr)
 			rdma_dereg_mr(smr);
 		if (rmr)
@@ -181,9 +180,8 @@ int client(const char *addr, const char *port, int n)
 			fail("rdma_post_recv", i);
 		else if (rdma_connect(id, nullptr))
 			fail("rdma_connect", i);
-		else
-			err = exchange(id, true, i, true, rbuf, sbuf, rmr, smr);
-		rdma_disconnect(id);
+		else if (!(err = exchange(id, true, i, true, rbuf, sbuf, rmr, smr)))
+			rdma_disconnect(id);
 		if (smr)
 			rdma_dereg_mr(smr);
 		if (rmr)
