@@ -62,12 +62,17 @@ udaddy_run() {
 # mckey: the receiver (nsB) joins 239.1.2.3 and waits for 10 messages;
 # the sender (nsA) joins and sends them once the receiver has joined.
 mckey_run() {
+	mcast_diag >"$SROCE_PAIR_DIR/before"
+	ip netns exec nsB nstat -n >/dev/null 2>&1
 	SROCE_PAIR_TMO=40 SROCE_CM_READY="joined dgid" sroce_cm_pair nsB nsA - \
 		stdbuf -oL mckey -m 239.1.2.3 -b $SRV -C 10 -- \
 		mckey -m 239.1.2.3 -b $CLI -s -C 10 &&
 	status_ok &&
 	grep -q "joined dgid: ::ffff:239.1.2.3" "$SROCE_PAIR_DIR/server" || {
-		mcast_diag; return 1
+		echo "before:"; cat "$SROCE_PAIR_DIR/before"
+		echo "after:"; mcast_diag
+		ip netns exec nsB nstat 2>/dev/null | grep -i "mcast\|udp\|discard\|drop"
+		return 1
 	}
 }
 
@@ -77,7 +82,6 @@ mcast_diag() {
 		echo "$d: $(cd /sys/class/infiniband/$d/ports/1/hw_counters &&
 			grep . rx_* tx_packets | tr '\n' ' ')"
 	done
-	ip -n nsB maddr show dev vethB
 }
 
 rdma_server_run() {
