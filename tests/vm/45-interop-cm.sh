@@ -3,8 +3,8 @@
 #
 # rdma_cm against rdma_rxe: rxe0 on vethA in init_net (10.77.0.1),
 # sroce1 on vethB in nsB (10.77.0.2). Each side serves in turn: rping
-# with every ping checked, ucmatose, udaddy, and mckey (the serving side
-# receives the multicast).
+# with every ping checked, ucmatose, udaddy; multicast: mckey from sroce
+# to rxe, sroce_mcast from rxe to sroce.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -84,8 +84,14 @@ for server in rxe sroce; do
 	tap_check "$server serves: rping -C 100 -v -V, data checked" rping_run "$server"
 	tap_check "$server serves: ucmatose -c 4" ucmatose_run "$server"
 	tap_check "$server serves: udaddy -c 2" udaddy_run "$server"
-	tap_check "$server receives: mckey (multicast)" mckey_run "$server"
 done
+# Multicast both ways: mckey with sroce sending (rxe receives); rxe's
+# sender side of mckey races its own QP destroy (see mckey_run), so rxe
+# sends through sroce_mcast, which waits for each send.
+tap_check "rxe receives: mckey (multicast from sroce)" mckey_run rxe
+TAP_VERBOSE=1 tap_check "sroce receives: UD multicast from rxe0 (sroce_mcast)" \
+	ip netns exec nsB timeout 120 "$SROCE_BIN/sroce_mcast" -a rxe0 -A "$GID_RXE" \
+	-b sroce1 -B "$GID_SROCE" -m 239.1.2.5
 tap_eq "sroce1: back to the MAD layer's own objects" \
 	"$(sroce_resources sroce1)" "${SROCE_MAD_OBJECTS/sroce0/sroce1}"
 tap_check "sroce1: nothing corrupt or malformed from rxe" \
