@@ -342,12 +342,14 @@ int main(int argc, char **argv)
 	ibv_gid g = mgid;
 	int groups = 1;		// the group above
 	for (int i = 0; groups < 256; i++, groups++) {
+		g.raw[13] = mgid.raw[13] ^ 0x80;	/* not the group's /16 */
 		g.raw[14] = 1 + i / 250;
 		g.raw[15] = 1 + i % 250;
 		err = ibv_attach_mcast(extra, &g, 0);
 		if (err)
 			break;
 	}
+	g.raw[13] = mgid.raw[13] ^ 0x80;
 	g.raw[14] = 200;
 	g.raw[15] = 200;
 	over = ibv_attach_mcast(extra, &g, 0);
@@ -362,6 +364,7 @@ int main(int argc, char **argv)
 		derr |= ibv_detach_mcast(q, &mgid, 0) | ibv_destroy_qp(q);
 	g = mgid;
 	for (int i = 0; i < 255; i++) {
+		g.raw[13] = mgid.raw[13] ^ 0x80;	/* not the group's /16 */
 		g.raw[14] = 1 + i / 250;
 		g.raw[15] = 1 + i % 250;
 		derr |= ibv_detach_mcast(extra, &g, 0);
