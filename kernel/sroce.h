@@ -52,6 +52,10 @@
 #define SROCE_MAX_FRPL_LEN	512
 #define SROCE_MAX_MCAST_GRP	256
 #define SROCE_MAX_MCAST_QP_ATTACH 64
+#define SROCE_MAX_MCAST_TOTAL_ATTACH (SROCE_MAX_MCAST_GRP * \
+				      SROCE_MAX_MCAST_QP_ATTACH)
+#define SROCE_MCAST_HASH_SIZE	64	/* power of 2 */
+#define SROCE_MCAST_QPN		0xffffff	/* BTH DestQP of multicast */
 
 /* Device-wide counters, exported as hw_counters ("rdma statistic"). */
 enum sroce_counter {
@@ -125,6 +129,12 @@ struct sroce_dev {
 	struct xarray key_xa;		/* key >> 8 -> sroce_mr (RCU readers) */
 	u32 key_next;
 	atomic_t key_gen;		/* variant byte of the next key */
+
+	/* Multicast groups and their QPs (see sroce_mcast.c). */
+	struct mutex mcast_lock;
+	struct hlist_head mcast_hash[SROCE_MCAST_HASH_SIZE];
+	u32 mcast_ngrp;
+	u32 mcast_nattach;
 
 	struct sroce_counters __percpu *counters;
 };
@@ -381,6 +391,8 @@ struct sroce_qp {
 	bool is_user;
 	bool sq_flushed;		/* under sq_lock */
 	bool rq_flushed;		/* under rq_lock */
+	bool mcast_used;		/* ever attached to a group */
+	u32 mcast_attached;		/* groups now (under mcast_lock) */
 
 	struct sroce_task req_task;
 	struct sroce_task resp_task;
@@ -472,6 +484,15 @@ int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
 		      const struct sk_buff *skb, u32 off, u32 len);
 int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig);
+
+/* sroce_mcast.c */
+int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *ibgid, u16 lid);
+int sroce_detach_mcast(struct ib_qp *ibqp, union ib_gid *ibgid, u16 lid);
+void sroce_mcast_qp_destroy(struct sroce_qp *qp);
+int sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
+		    struct sroce_pkt *pkt);
+void sroce_mcast_init(struct sroce_dev *sdev);
+void sroce_mcast_cleanup(struct sroce_dev *sdev);
 
 /* sroce_cq.c */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,

@@ -114,13 +114,13 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_res_rd_atom = SROCE_MAX_RD_ATOM * SROCE_MAX_QP;
 	attr->atomic_cap = IB_ATOMIC_HCA;
 	/*
-	 * Memory windows and multicast are not offered yet: report 0 rather
-	 * than limits no code enforces (SROCE_MAX_MW, SROCE_MAX_MCAST_*).
+	 * Memory windows are not offered yet: report 0 rather than a limit
+	 * no code enforces (SROCE_MAX_MW). sroce_mcast.c enforces these.
 	 */
 	attr->max_mw = 0;
-	attr->max_mcast_grp = 0;
-	attr->max_mcast_qp_attach = 0;
-	attr->max_total_mcast_qp_attach = 0;
+	attr->max_mcast_grp = SROCE_MAX_MCAST_GRP;
+	attr->max_mcast_qp_attach = SROCE_MAX_MCAST_QP_ATTACH;
+	attr->max_total_mcast_qp_attach = SROCE_MAX_MCAST_TOTAL_ATTACH;
 	attr->max_ah = SROCE_MAX_AH;
 	attr->max_srq = SROCE_MAX_SRQ;
 	attr->max_srq_wr = SROCE_MAX_SRQ_WR;
@@ -345,6 +345,7 @@ static void sroce_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&sdev->ah_xa);
 	xa_destroy(&sdev->qp_xa);
 	xa_destroy(&sdev->srq_xa);
+	sroce_mcast_cleanup(sdev);
 	free_percpu(sdev->counters);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	sroce_dev_list_del(sdev);
@@ -359,6 +360,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.alloc_mr = sroce_alloc_mr,
 	.alloc_pd = sroce_alloc_pd,
 	.alloc_ucontext = sroce_alloc_ucontext,
+	.attach_mcast = sroce_attach_mcast,
 	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
 	.create_qp = sroce_create_qp,
@@ -372,6 +374,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.destroy_cq = sroce_destroy_cq,
 	.destroy_qp = sroce_destroy_qp,
 	.destroy_srq = sroce_destroy_srq,
+	.detach_mcast = sroce_detach_mcast,
 	.device_group = &sroce_dev_attr_group,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_dma_mr = sroce_get_dma_mr,
@@ -464,6 +467,7 @@ int sroce_dev_create(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC);
+	sroce_mcast_init(sdev);
 	sdev->counters = alloc_percpu(struct sroce_counters);
 	if (!sdev->counters) {
 		err = -ENOMEM;

@@ -124,6 +124,13 @@ static void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
 	if ((pkt.pkey & 0x7fff) != 0x7fff)
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
 
+	if (pkt.dqpn == SROCE_MCAST_QPN) {
+		if (!sroce_mcast_rcv(sdev, skb, &pkt))
+			return sroce_rcv_drop(sdev, skb,
+					      SROCE_CNT_RX_DROP_NO_QP);
+		consume_skb(skb);
+		return;
+	}
 	qp = sroce_qp_get(sdev, pkt.dqpn);
 	if (!qp)
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_NO_QP);

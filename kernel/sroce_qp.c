@@ -685,6 +685,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	qp->state = IB_QPS_ERR;
 	spin_unlock_bh(&qp->state_lock);
 
+	sroce_mcast_qp_destroy(qp);
 	/* No new lookups, then no engine, timer or packet still at work. */
 	xa_erase(&sdev->qp_xa, qp->qpn);
 	sroce_task_stop(&qp->req_task);

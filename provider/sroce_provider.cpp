@@ -138,6 +138,8 @@ static constexpr struct verbs_context_ops make_ctx_ops()
 	struct verbs_context_ops ops = {};
 
 	ops.alloc_pd = alloc_pd;
+	// Multicast is all kernel work (sroce_mcast.c): the plain commands.
+	ops.attach_mcast = ibv_cmd_attach_mcast;
 	ops.create_ah = create_ah;
 	ops.create_cq = create_cq;
 	ops.create_cq_ex = create_cq_ex;
@@ -150,6 +152,7 @@ static constexpr struct verbs_context_ops make_ctx_ops()
 	ops.destroy_cq = destroy_cq;
 	ops.destroy_qp = destroy_qp;
 	ops.destroy_srq = destroy_srq;
+	ops.detach_mcast = ibv_cmd_detach_mcast;
 	ops.modify_qp = modify_qp;
 	ops.modify_srq = modify_srq;
 	ops.post_recv = post_recv;

@@ -461,6 +461,29 @@ int main(int argc, char **argv)
 			check(w, "IPv4");
 		for (const expected_gid &w : want_v6)
 			check(w, "IPv6");
+		// Both ways of reading the table agree: ibv_query_gid_table
+		// (one ioctl) and ibv_query_gid_ex for each of its entries.
+		tap(how.rfind("ibv_query_gid_table returned", 0) == 0,
+		    "ibv_query_gid_table: %s", how.c_str());
+		size_t agree = 0;
+		for (const ibv_gid_entry &e : gids) {
+			ibv_gid_entry x = {};
+			int ret = ibv_query_gid_ex(ctx, port, e.gid_index, &x, 0);
+			if (ret)
+				diag("ibv_query_gid_ex(port %d, index %u): %s", port,
+				     e.gid_index, strerror(ret));
+			else if (memcmp(x.gid.raw, e.gid.raw, sizeof(x.gid.raw)) ||
+				 x.gid_type != e.gid_type || x.port_num != e.port_num ||
+				 x.ndev_ifindex != e.ndev_ifindex || x.gid_index != e.gid_index)
+				diag("ibv_query_gid_ex(port %d, index %u): %s %s ndev %u differs",
+				     port, e.gid_index, gid_type_str(x.gid_type),
+				     gid_str(x.gid).c_str(), x.ndev_ifindex);
+			else
+				agree++;
+		}
+		tap(!gids.empty() && agree == gids.size(),
+		    "ibv_query_gid_ex agrees with the table on %zu of %zu entries",
+		    agree, gids.size());
 	}
 
 	// PD churn.

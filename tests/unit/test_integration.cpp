@@ -119,7 +119,7 @@ TEST_F(FakeKernel, DevcheckPassesOnHealthyDevice)
 		<< r.out;
 	EXPECT_TRUE(contains(r.out, "ibv_alloc_pd/ibv_dealloc_pd x1000")) << r.out;
 	EXPECT_TRUE(contains(r.out, "fw_ver 1.2.3")) << r.out;	// query_device_ex
-	EXPECT_TRUE(contains(r.out, "sroce_devcheck: 13 passed, 0 failed")) << r.out;
+	EXPECT_TRUE(contains(r.out, "sroce_devcheck: 15 passed, 0 failed")) << r.out;
 	// libibverbs loaded us without complaint
 	EXPECT_FALSE(contains(r.err, "Warning")) << r.err;
 	EXPECT_FALSE(contains(r.err, "couldn't load driver")) << r.err;
@@ -293,7 +293,7 @@ TEST_F(FakeKernel, DevcheckReportsWrongStateMtuAndGids)
 	EXPECT_TRUE(contains(r.out, "not ok 10 - RoCE v2 GID ::ffff:198.51.100.7 for IPv4")) << r.out;
 	EXPECT_TRUE(contains(r.out, "not ok 11 - RoCE v2 GID 2001:db8::99 for IPv6")) << r.out;
 	EXPECT_TRUE(contains(r.out, "::ffff:192.0.2.1")) << r.out;	// the table is listed
-	EXPECT_TRUE(contains(r.out, "sroce_devcheck: 9 passed, 4 failed")) << r.out;
+	EXPECT_TRUE(contains(r.out, "sroce_devcheck: 11 passed, 4 failed")) << r.out;
 }
 
 TEST_F(FakeKernel, DevcheckDownPortAndJumboMtu)

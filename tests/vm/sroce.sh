@@ -245,3 +245,69 @@ sroce_counters_nonzero() {
 	done
 	return $rc
 }
+
+# sroce_cm_listening PORT: an rdma_cm id listens on PORT (any device, any
+# namespace: "rdma resource" lists the cm_ids of every device).
+sroce_cm_listening() {
+	rdma resource show cm_id 2>/dev/null |
+		grep -Eq "state LISTEN .*src-addr [^ ]*:$1( |$)"
+}
+
+# sroce_cm_pair SRV_NS CLI_NS PORT SERVER_CMD... -- CLIENT_CMD...
+# sroce_pair for rdma_cm programs, whose listeners are no TCP sockets:
+# the client starts once an rdma_cm id listens on PORT. With PORT "-"
+# it starts once the server printed SROCE_CM_READY (an ERE; default
+# "joined") — for programs that listen on nothing (mckey's receiver;
+# run it with stdbuf -oL). Output and status as sroce_pair.
+sroce_cm_pair() {
+	local sns=$1 cns=$2 port=$3 srv=() cli=() spid src crc i
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	mkdir -p "$SROCE_PAIR_DIR"
+	_sroce_in_ns "$sns" timeout "${SROCE_PAIR_TMO:-120}" "${srv[@]}" \
+		>"$SROCE_PAIR_DIR/server" 2>&1 </dev/null &
+	spid=$!
+	for ((i = 0; i < 300; i++)); do
+		if [ "$port" = - ]; then
+			grep -Eq "${SROCE_CM_READY:-joined}" "$SROCE_PAIR_DIR/server" && break
+		else
+			sroce_cm_listening "$port" && break
+		fi
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	_sroce_in_ns "$cns" timeout "${SROCE_PAIR_TMO:-120}" "${cli[@]}" \
+		>"$SROCE_PAIR_DIR/client" 2>&1 </dev/null
+	crc=$?
+	wait "$spid"
+	src=$?
+	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
+		echo "client exit $crc, server exit $src"
+		echo "--- client:"; tail -n 15 "$SROCE_PAIR_DIR/client"
+		echo "--- server:"; tail -n 15 "$SROCE_PAIR_DIR/server"
+		return 1
+	fi
+}
+
+# sroce_rping_check FILE COUNT PREFIX: FILE has exactly COUNT lines
+# "PREFIXrdma-ping-<i>: <data>", i = 0.. in order, each with the data
+# rping puts in ping i (64-byte buffer: the text, then characters from
+# 'A' + i cycling through 'A'..'z', NUL-terminated).
+sroce_rping_check() {
+	awk -v want="$2" -v prefix="$3" '
+	BEGIN { for (c = 65; c <= 122; c++) ch[c] = sprintf("%c", c) }
+	index($0, prefix "rdma-ping-") == 1 {
+		line = substr($0, length(prefix) + 1)
+		e = sprintf("rdma-ping-%d: ", n)
+		c = 65 + n % 58
+		while (length(e) < 63) { e = e ch[c]; if (++c > 122) c = 65 }
+		if (line != e) { printf "ping %d: got \"%s\"\n", n, line; bad++ }
+		n++
+	}
+	END {
+		printf "%d ping lines, %d wrong\n", n, bad
+		exit !(n == want && !bad)
+	}' "$1"
+}
