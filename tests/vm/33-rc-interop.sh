@@ -58,8 +58,9 @@ integrity() {
 		"$SROCE_PAIR_DIR/client"
 }
 
-# Fewer iterations on the debug kernel (KASAN, lockdep: several times slower).
-iters=()
+# 1000 iterations (perftest's bandwidth default is 5000); 200 on the debug
+# kernel (KASAN, lockdep: several times slower).
+iters=(-n 1000)
 sroce_debug_kernel && iters=(-n 200)
 
 perf() {
