@@ -48,9 +48,12 @@ tap_check "sroce_devcheck (provider: context, query, GIDs, 1000 PDs)" \
 
 # --- carrier -----------------------------------------------------------------
 events=$(mktemp)
-ibv_asyncwatch -d sroce0 >"$events" 2>&1 &
+# Line-buffered: its first line ("sroce0: async event FD N") says the
+# device is open, and only then will it see the carrier events.
+stdbuf -oL ibv_asyncwatch -d sroce0 >"$events" 2>&1 &
 watch=$!
-sleep 1
+sroce_wait 30 grep -q 'async event FD' "$events" ||
+	tap_diag "ibv_asyncwatch did not report its open device in 30 s"
 before=$(sroce_counter sroce0 port_events)
 $A ip link set vethA down
 tap_check "carrier down: PORT_DOWN (sysfs)" sroce_wait 10 bash -c '[[ $(sroce_port_state sroce0) == DOWN ]]'
