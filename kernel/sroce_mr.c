@@ -160,6 +160,7 @@ u8 sroce_mr_reg_fast(struct sroce_dev *sdev, struct ib_pd *pd,
 	mr->iova = mr->ibmr.iova;
 	mr->length = mr->ibmr.length;
 	WRITE_ONCE(mr->key, reg->key);
+	/* The region and key before valid: pairs with sroce_mr_get(). */
 	smp_store_release(&mr->valid, true);
 out:
 	sroce_mr_put(mr);
