@@ -145,6 +145,26 @@ dd_mbs() {
 	sed -nE 's/.*copied, ([0-9.]+) s, ([0-9.]+ [kMG]?B\/s).*/\2 (\1 s)/p' "$1" | tail -n 1
 }
 
+# VM2_FIO=1: the issue's fio figures as diag lines (not test points):
+# 1 MiB sequential write and read, 4 KiB random read, libaio, O_DIRECT,
+# on the half of the namespace the checksummed data does not use.
+fio_figures() {
+	local job rw bs
+	command -v fio >/dev/null || { tap_diag "fio: not installed"; return; }
+	for job in write:1M read:1M randread:4k; do
+		rw=${job%:*} bs=${job#*:}
+		fio --name="$rw-$bs" --filename="$1" --rw="$rw" --bs="$bs" \
+			--direct=1 --ioengine=libaio --iodepth=16 --offset=128M --size=128M \
+			--runtime=20 --time_based --group_reporting \
+			--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1
+		# terse v3: read bw (KiB/s) 7, read IOPS 8; write bw 48, IOPS 49
+		awk -F';' -v rw="$rw" -v bs="$bs" -v dev="$DEV" '{
+			if (rw == "write") { bw = $48; iops = $49 } else { bw = $7; iops = $8 }
+			printf "fio %s %s (%s): %.1f MB/s, %d IOPS\n", rw, bs, dev, bw * 1024 / 1e6, iops
+		}' /tmp/fio.out | sed 's/^/# /'
+	done
+}
+
 run_host() {
 	local ctrl blk size sum_src sum_dev
 	tap_plan 10
@@ -185,6 +205,7 @@ run_host() {
 	tap_eq "read back with O_DIRECT: sha256 matches" "$sum_dev" "$sum_src"
 	rm -f /tmp/nvme-back
 
+	[ "${VM2_FIO:-0}" = 1 ] && fio_figures "$blk"
 	tap_check "delete_controller" sh -c "echo 1 > /sys/class/nvme/$ctrl/delete_controller"
 	tap_check "$ctrl gone" sroce_wait 20 test ! -e "/sys/class/nvme/$ctrl"
 	vm_announce "$DONE_PORT"
