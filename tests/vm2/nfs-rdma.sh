@@ -122,6 +122,26 @@ check_files() {
 	done
 }
 
+# VM2_FIO=1: the issue's fio figures as diag lines (not test points):
+# 1 MiB sequential write and read, 4 KiB random read on a 64 MiB file.
+fio_figures() {
+	local job rw bs
+	command -v fio >/dev/null || { tap_diag "fio: not installed"; return; }
+	for job in write:1M read:1M randread:4k; do
+		rw=${job%:*} bs=${job#*:}
+		fio --name="$rw-$bs" --filename=/mnt/nfs/fio.dat --rw="$rw" --bs="$bs" \
+			--direct=1 --ioengine=libaio --iodepth=16 --size=64M \
+			--runtime=20 --time_based --group_reporting \
+			--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1
+		# terse v3: read bw (KiB/s) 7, read IOPS 8; write bw 48, IOPS 49
+		awk -F';' -v rw="$rw" -v bs="$bs" -v dev="$DEV" -v v="$1" '{
+			if (rw == "write") { bw = $48; iops = $49 } else { bw = $7; iops = $8 }
+			printf "fio vers=%s %s %s (%s): %.1f MB/s, %d IOPS\n", v, rw, bs, dev, bw * 1024 / 1e6, iops
+		}' /tmp/fio.out | sed 's/^/# /'
+	done
+	rm -f /mnt/nfs/fio.dat
+}
+
 run_client() {
 	local v s big
 	tap_plan $((2 + 7 * 2))
@@ -140,6 +160,7 @@ run_client() {
 		tap_diag "nfs-rdma vers=$v ($DEV) dd write $((big >> 20)) MiB O_DIRECT: $(dd_mbs "/tmp/nfs-dd-w-$big")"
 		tap_check "vers=$v: read back with O_DIRECT, contents equal" check_files "$v"
 		tap_diag "nfs-rdma vers=$v ($DEV) dd read $((big >> 20)) MiB O_DIRECT: $(dd_mbs "/tmp/nfs-dd-r-$big")"
+		[ "${VM2_FIO:-0}" = 1 ] && fio_figures "$v"
 		tap_check "vers=$v: unmount" umount /mnt/nfs
 		# A fresh mount: nothing comes from this client's page cache.
 		if mount_nfs "$v"; then
