@@ -190,6 +190,18 @@ enum sroce_mr_type {
 	SROCE_MR_FAST,			/* fast registration (alloc_mr) */
 };
 
+/*
+ * IB_WR_REG_MR in a kernel QP's send ring: a send WQE opcode userspace
+ * cannot post (the requester refuses it on user QPs). Its operands sit in
+ * the WQE's wr union as struct sroce_reg_mr_wr.
+ */
+#define SROCE_WR_REG_MR		IB_WR_REG_MR
+
+struct sroce_reg_mr_wr {
+	u32 key;			/* the MR's lkey == rkey from now on */
+	u32 access;			/* IB_ACCESS_* */
+};
+
 struct sroce_mr {
 	struct ib_mr ibmr;
 	enum sroce_mr_type type;
@@ -204,6 +216,15 @@ struct sroce_mr {
 	u64 *page_list;			/* FAST: mapped page addresses */
 	u32 max_pages;
 	u32 nmapped;
+	/*
+	 * The key the data path accepts and whether the MR may be used at
+	 * all. Fixed for USER and DMA MRs; a FAST MR starts invalid, and
+	 * REG_MR (new key, valid) and local or remote invalidation (invalid)
+	 * change them, so ib_update_fast_reg_key() on ibmr takes effect when
+	 * the REG_MR that carries the new key executes.
+	 */
+	u32 key;
+	bool valid;
 	refcount_t ref;			/* data path users + 1 */
 	struct completion released;
 	struct rcu_head rcu;
@@ -469,6 +490,9 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, u32 key);
 void sroce_mr_put(struct sroce_mr *mr);
+u8 sroce_mr_reg_fast(struct sroce_dev *sdev, struct ib_pd *pd,
+		     const struct sroce_reg_mr_wr *reg);
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key);
 bool sroce_mr_covers(const struct sroce_mr *mr, u64 addr, u64 len);
 bool sroce_mr_allows(const struct sroce_mr *mr, const struct ib_pd *pd,
 		     u64 iova, u64 len, int access);

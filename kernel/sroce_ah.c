@@ -64,6 +64,8 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	err = sroce_av_from_attr(ah->av, init_attr->ah_attr);
 	if (err)
 		goto err_free;
+	/* Set before the AV is published: the requester reads it under RCU. */
+	ah->av->pdn = to_spd(ibah->pd)->pdn;
 
 	err = xa_alloc_cyclic(&sdev->ah_xa, &ah->ah_num, ah->av,
 			      XA_LIMIT(1, SROCE_MAX_AH), &sdev->ah_next,
@@ -72,7 +74,6 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 		err = err == -EBUSY ? -ENOMEM : err;
 		goto err_free;
 	}
-	ah->av->pdn = to_spd(ibah->pd)->pdn;
 
 	if (udata) {
 		resp.ah_num = ah->ah_num;

@@ -100,7 +100,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp = SROCE_MAX_QP;
 	attr->max_qp_wr = SROCE_MAX_QP_WR;
 	attr->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
-				 IB_DEVICE_SYS_IMAGE_GUID;
+				 IB_DEVICE_SYS_IMAGE_GUID |
+				 IB_DEVICE_MEM_MGT_EXTENSIONS;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->max_send_sge = SROCE_MAX_SGE;
 	attr->max_recv_sge = SROCE_MAX_SGE;

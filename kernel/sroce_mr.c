@@ -74,6 +74,9 @@ static struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type
 	variant = (u8)atomic_inc_return(&sdev->key_gen);
 	mr->ibmr.lkey = (index << 8) | variant;
 	mr->ibmr.rkey = mr->ibmr.lkey;
+	mr->key = mr->ibmr.lkey;
+	/* A fast-registration MR is invalid until its first REG_MR. */
+	mr->valid = type != SROCE_MR_FAST;
 	return mr;
 }
 
@@ -104,10 +107,91 @@ struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, u32 key)
 
 	rcu_read_lock();
 	mr = xa_load(&sdev->key_xa, key >> 8);
-	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->ref)))
+	/* valid before key: pairs with the release in sroce_mr_reg_fast() */
+	if (mr && (!smp_load_acquire(&mr->valid) || READ_ONCE(mr->key) != key ||
+		   !refcount_inc_not_zero(&mr->ref)))
 		mr = NULL;
 	rcu_read_unlock();
 	return mr;
+}
+
+/* The FAST MR of @pd at the index of @key, whatever its state and variant. */
+static struct sroce_mr *sroce_mr_get_fast(struct sroce_dev *sdev,
+					  struct ib_pd *pd, u32 key)
+{
+	struct sroce_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->key_xa, key >> 8);
+	if (mr && (mr->type != SROCE_MR_FAST || mr->ibmr.pd != pd ||
+		   !refcount_inc_not_zero(&mr->ref)))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
+/**
+ * sroce_mr_reg_fast - execute an IB_WR_REG_MR
+ * @sdev: the device
+ * @pd: the PD of the QP that executes it
+ * @reg: the new key and access rights
+ *
+ * The region is what the last ib_map_mr_sg() mapped (ibmr's iova, length
+ * and page size, and the page list). The key keeps its index; its variant
+ * byte is the consumer's (ib_update_fast_reg_key()).
+ *
+ * Return: IB_WC_SUCCESS, or the status the WR completes with.
+ */
+u8 sroce_mr_reg_fast(struct sroce_dev *sdev, struct ib_pd *pd,
+		     const struct sroce_reg_mr_wr *reg)
+{
+	struct sroce_mr *mr = sroce_mr_get_fast(sdev, pd, reg->key);
+	u8 status = IB_WC_SUCCESS;
+
+	if (!mr)
+		return IB_WC_LOC_PROT_ERR;
+	/* Nothing mapped, or a valid MR: invalidate it first. */
+	if (reg->access & ~SROCE_MR_ACCESS || !mr->nmapped ||
+	    mr->ibmr.length > (u64)mr->nmapped * mr->ibmr.page_size ||
+	    READ_ONCE(mr->valid)) {
+		status = IB_WC_LOC_PROT_ERR;
+		goto out;
+	}
+	mr->access = reg->access;
+	mr->iova = mr->ibmr.iova;
+	mr->length = mr->ibmr.length;
+	WRITE_ONCE(mr->key, reg->key);
+	/* The region and key before valid: pairs with sroce_mr_get(). */
+	smp_store_release(&mr->valid, true);
+out:
+	sroce_mr_put(mr);
+	return status;
+}
+
+/**
+ * sroce_mr_invalidate - invalidate the FAST MR @key names (LOCAL_INV, or a
+ *	SEND_WITH_INV received)
+ * @sdev: the device
+ * @pd: the PD of the QP the request came through
+ * @key: the MR's current key
+ *
+ * Invalidating an MR that is already invalid succeeds.
+ *
+ * Return: 0, or -EINVAL when @key names no FAST MR of @pd.
+ */
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
+{
+	struct sroce_mr *mr = sroce_mr_get_fast(sdev, pd, key);
+	int err = 0;
+
+	if (!mr)
+		return -EINVAL;
+	if (READ_ONCE(mr->key) == key)
+		WRITE_ONCE(mr->valid, false);
+	else
+		err = -EINVAL;
+	sroce_mr_put(mr);
+	return err;
 }
 
 void sroce_mr_put(struct sroce_mr *mr)

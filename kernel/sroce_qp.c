@@ -304,6 +304,8 @@ u8 sroce_wc_opcode(u8 wr_opcode)
 		return IB_WC_LOCAL_INV;
 	case SROCE_WR_BIND_MW:
 		return IB_WC_BIND_MW;
+	case SROCE_WR_REG_MR:
+		return IB_WC_REG_MR;
 	default:
 		return IB_WC_SEND;
 	}
@@ -781,6 +783,16 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 			wqe->wr.ud.remote_qkey = ud_wr(wr)->remote_qkey;
 		}
 		break;
+	case IB_WR_REG_MR: {
+		struct sroce_reg_mr_wr reg = {
+			.key = reg_wr(wr)->key,
+			.access = reg_wr(wr)->access,
+		};
+
+		static_assert(sizeof(reg) <= sizeof(wqe->wr.raw));
+		memcpy(wqe->wr.raw, &reg, sizeof(reg));
+		break;
+	}
 	default:
 		return -EINVAL;
 	}

@@ -68,6 +68,7 @@ static bool sroce_wqe_opcode_ok(enum ib_qp_type type, u8 opcode)
 	case SROCE_WR_RDMA_WRITE_WITH_IMM:
 	case SROCE_WR_LOCAL_INV:
 	case SROCE_WR_BIND_MW:
+	case SROCE_WR_REG_MR:
 		return type == IB_QPT_RC || type == IB_QPT_UC;
 	case SROCE_WR_RDMA_READ:
 	case SROCE_WR_ATOMIC_CMP_AND_SWP:
@@ -88,7 +89,8 @@ static bool sroce_wqe_is_rd_atomic(u8 opcode)
 
 static bool sroce_wqe_is_local(u8 opcode)
 {
-	return opcode == SROCE_WR_LOCAL_INV || opcode == SROCE_WR_BIND_MW;
+	return opcode == SROCE_WR_LOCAL_INV || opcode == SROCE_WR_BIND_MW ||
+	       opcode == SROCE_WR_REG_MR;
 }
 
 static bool sroce_qp_is_ud(const struct sroce_qp *qp)
@@ -111,6 +113,9 @@ static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 
 	*length = 0;
 	if (!sroce_wqe_opcode_ok(qp->ibqp.qp_type, wqe->opcode))
+		return IB_WC_LOC_QP_OP_ERR;
+	/* REG_MR names a kernel MR: only kernel ULPs post it. */
+	if (wqe->opcode == SROCE_WR_REG_MR && (qp->is_user || wqe->num_sge))
 		return IB_WC_LOC_QP_OP_ERR;
 	if (wqe->flags & ~(SROCE_WQE_F_SIGNALED | SROCE_WQE_F_SOLICITED |
 			   SROCE_WQE_F_FENCE | SROCE_WQE_F_INLINE))
@@ -546,24 +551,25 @@ static enum sroce_req_step sroce_req_fail(struct sroce_qp *qp,
 	return posted ? SROCE_REQ_FAILED : SROCE_REQ_STOP;
 }
 
-/* LOCAL_INV and BIND_MW: executed here, in order with the sends. */
+/* LOCAL_INV, REG_MR and BIND_MW: executed here, in order with the sends. */
 static u8 sroce_req_local_op(struct sroce_qp *qp,
 			     const struct sroce_send_wqe *wqe)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
-	struct sroce_mr *mr;
+	struct sroce_reg_mr_wr reg;
 
-	if (wqe->opcode == SROCE_WR_BIND_MW)
+	switch (wqe->opcode) {
+	case SROCE_WR_REG_MR:
+		memcpy(&reg, wqe->wr.raw, sizeof(reg));
+		return sroce_mr_reg_fast(sdev, qp->ibqp.pd, &reg);
+	case SROCE_WR_LOCAL_INV:
+		if (sroce_mr_invalidate(sdev, qp->ibqp.pd,
+					wqe->ex.invalidate_rkey))
+			return IB_WC_LOC_PROT_ERR;
+		return IB_WC_SUCCESS;
+	default:
 		return IB_WC_MW_BIND_ERR;	/* no memory windows yet */
-	mr = sroce_mr_get(sdev, wqe->ex.invalidate_rkey);
-	if (!mr)
-		return IB_WC_LOC_PROT_ERR;
-	if (mr->ibmr.pd != qp->ibqp.pd || mr->type != SROCE_MR_FAST) {
-		sroce_mr_put(mr);
-		return IB_WC_LOC_PROT_ERR;
 	}
-	sroce_mr_put(mr);
-	return IB_WC_SUCCESS;
 }
 
 /* Room in the window and the read/atomic credits for @m? */

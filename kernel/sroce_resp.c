@@ -354,6 +354,12 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 		cqe.ex.imm_data = pkt->imm;
 	}
 	if (pkt->mask & SROCE_M_IETH) {
+		/* Remote invalidation: a FAST MR of this QP's PD. */
+		if (sroce_mr_invalidate(sdev, qp->ibqp.pd, pkt->inv_rkey)) {
+			sroce_resp_complete_error(qp, IB_WC_LOC_PROT_ERR);
+			sroce_resp_nak(qp, SROCE_NAK_REM_OP_ERR, pkt->psn);
+			return SROCE_RESP_KICK | SROCE_RESP_ERROR;
+		}
 		cqe.wc_flags |= SROCE_WC_F_WITH_INV;
 		cqe.ex.invalidated_rkey = pkt->inv_rkey;
 	}
