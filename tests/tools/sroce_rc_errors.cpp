@@ -146,8 +146,12 @@ ibv_mtu g_mtu = IBV_MTU_1024;
 uint32_t g_mtu_bytes = 1024;
 
 // A hw counter of port 1, or -1 when there is none by that name.
+// ib_core answers hw_counters reads from a copy up to 10 ms old
+// (RDMA_HW_STATS_DEFAULT_LIFESPAN): wait that out, or an exchange shorter
+// than that reads as no change at all.
 long long counter(const dev &d, const char *name)
 {
+	usleep(25000);
 	char path[256];
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s", d.name,
 		 name);
