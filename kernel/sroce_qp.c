@@ -723,10 +723,12 @@ static void sroce_qp_doorbell(struct sroce_qp *qp)
 enum ib_qp_state sroce_qp_state(struct sroce_qp *qp)
 {
 	enum ib_qp_state state;
+	unsigned long flags;
 
-	spin_lock_bh(&qp->state_lock);
+	/* irqsave: kernel ULPs post (and so ask) with IRQs off. */
+	spin_lock_irqsave(&qp->state_lock, flags);
 	state = qp->state;
-	spin_unlock_bh(&qp->state_lock);
+	spin_unlock_irqrestore(&qp->state_lock, flags);
 	return state;
 }
 
@@ -837,11 +839,20 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		spin_unlock_irqrestore(&qp->post_lock, flags);
 	}
 
-	if (state == IB_QPS_ERR)
+	if (state == IB_QPS_ERR) {
 		sroce_qp_flush(qp);
-	else if (state == IB_QPS_RTS || state == IB_QPS_SQD ||
-		 state == IB_QPS_SQE)
-		sroce_qp_doorbell(qp);
+	} else if (state == IB_QPS_RTS || state == IB_QPS_SQD ||
+		   state == IB_QPS_SQE) {
+		/*
+		 * ib_post_send() may be called with IRQs off (the MAD layer
+		 * posts under a spin_lock_irqsave): the requester takes BH
+		 * locks, so it runs from the workqueue then.
+		 */
+		if (irqs_disabled())
+			sroce_task_schedule(&qp->req_task);
+		else
+			sroce_qp_doorbell(qp);
+	}
 	return err;
 }
 
