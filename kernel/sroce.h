@@ -567,6 +567,7 @@ u8 sroce_wc_opcode(u8 wr_opcode);
 void sroce_req_init(struct sroce_qp *qp);
 void sroce_req_start(struct sroce_qp *qp);
 bool sroce_req_pass(struct sroce_task *task);
+bool sroce_req_drained(struct sroce_qp *qp);
 
 /* sroce_comp.c */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,

@@ -678,11 +678,31 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+/*
+ * UD and UC: what was posted before the destroy still goes out. A sender
+ * may post unsignaled sends and destroy the QP at once (mckey does); a
+ * NIC has them on the wire by then, and so do we. Bounded to a second, and
+ * only while the QP can still send.
+ */
+static void sroce_qp_drain_unreliable(struct sroce_qp *qp)
+{
+	unsigned long until = jiffies + HZ;
+
+	if (qp->ibqp.qp_type != IB_QPT_UD && qp->ibqp.qp_type != IB_QPT_UC)
+		return;
+	while (sroce_qp_state(qp) == IB_QPS_RTS && !sroce_req_drained(qp) &&
+	       time_before(jiffies, until)) {
+		sroce_task_run(&qp->req_task);
+		sroce_task_sync(&qp->req_task);
+	}
+}
+
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
 	struct sroce_qp *qp = to_sqp(ibqp);
 
+	sroce_qp_drain_unreliable(qp);
 	spin_lock_bh(&qp->state_lock);
 	qp->state = IB_QPS_ERR;
 	spin_unlock_bh(&qp->state_lock);

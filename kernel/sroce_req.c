@@ -815,6 +815,13 @@ bool sroce_req_pass(struct sroce_task *task)
 	return budget <= 0;
 }
 
+/* Every WQE the SQ holds has been sent (or failed). */
+bool sroce_req_drained(struct sroce_qp *qp)
+{
+	return qp->req.index == qp->req.fetched &&
+	       READ_ONCE(qp->sq.hdr->prod) == qp->sq.prod;
+}
+
 /* A QP's requester state at RESET and at creation. */
 void sroce_req_init(struct sroce_qp *qp)
 {

@@ -67,13 +67,12 @@ udaddy_run() {
 		udaddy -s "$S_IP" -b "$C_IP" -c 2 -C 10 && status_ok
 }
 
-# mckey: the serving side receives, the other sends 10. mckey's sender
-# destroys its QP right after posting unsignaled sends, which drops what
-# a software device has not sent yet: the receiver waits for one.
+# mckey: the serving side receives, the other sends 10 and destroys its
+# QP at once (sroce sends what the QP holds first; see 41).
 mckey_run() {
 	sides "$1"
 	SROCE_PAIR_TMO=40 SROCE_CM_READY="joined dgid" sroce_cm_pair "$S_NS" "$C_NS" - \
-		stdbuf -oL mckey -m 239.1.2.4 -b "$S_IP" -C 1 -- \
+		stdbuf -oL mckey -m 239.1.2.4 -b "$S_IP" -C 10 -- \
 		mckey -m 239.1.2.4 -b "$C_IP" -s -C 10 && status_ok
 }
 
