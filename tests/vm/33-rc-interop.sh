@@ -17,30 +17,9 @@ trap sroce_reset EXIT
 
 BIN=$SROCE_BIN/sroce_integrity
 
-setup() {
-	vm_veth_initns_and_ns vethA nsB vethB 10.77.0.1 10.77.0.2 1500 &&
-	modprobe rdma_rxe &&
-	rdma link add rxe0 type rxe netdev vethA &&
-	sroce_load &&
-	ip netns exec nsB rdma link add sroce1 type sroce netdev vethB &&
-	GID_RXE=$(sroce_wait_gid rxe0 "$(sroce_ipv4_gid 10.77.0.1)") &&
-	GID_SROCE=$(sroce_wait_gid sroce1 "$(sroce_ipv4_gid 10.77.0.2)")
-}
-
-# Each helper takes the serving side: "rxe" or "sroce".
-sides() {
-	if [ "$1" = rxe ]; then
-		S_NS=- S_DEV=rxe0 S_GID=$GID_RXE S_IP=10.77.0.1
-		C_NS=nsB C_DEV=sroce1 C_GID=$GID_SROCE
-	else
-		S_NS=nsB S_DEV=sroce1 S_GID=$GID_SROCE S_IP=10.77.0.2
-		C_NS=- C_DEV=rxe0 C_GID=$GID_RXE
-	fi
-}
-
 pingpong() {
 	local n=40
-	sides "$1"
+	sroce_rxe_sides "$1"
 	[ "$2" -lt 1048576 ] || n=10
 	sroce_pair "$S_NS" "$C_NS" 18515 \
 		ibv_rc_pingpong -d "$S_DEV" -g "$S_GID" -s "$2" -n "$n" -c -- \
@@ -49,7 +28,7 @@ pingpong() {
 }
 
 integrity() {
-	sides "$1"
+	sroce_rxe_sides "$1"
 	sroce_pair "$S_NS" "$C_NS" 18525 \
 		"$BIN" -s -d "$S_DEV" -g "$S_GID" -w 60 -- \
 		"$BIN" -c "$S_IP" -d "$C_DEV" -g "$C_GID" -w 60 --quick &&
@@ -65,7 +44,7 @@ sroce_debug_kernel && iters=(-n 200)
 
 perf() {
 	local t=$2 row
-	sides "$1"
+	sroce_rxe_sides "$1"
 	shift 2
 	set -- "${iters[@]}" "$@"
 	sroce_pair "$S_NS" "$C_NS" 18515 \
@@ -77,7 +56,7 @@ perf() {
 }
 
 tap_plan 26
-setup || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
+sroce_rxe_pair || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
 for server in rxe sroce; do
 	for size in 1 4096 1048576; do
 		tap_check "$server serves: ibv_rc_pingpong $size B" pingpong "$server" "$size"

@@ -114,6 +114,43 @@ sroce_two_devices() {
 	SROCE_GID_B=$(sroce_wait_gid sroce1 "$(sroce_ipv4_gid 10.77.0.2)")
 }
 
+# The interop set-up: rxe0 on vethA in init_net (10.77.0.1; the only
+# place rxe 6.12 works), sroce1 on vethB in nsB (10.77.0.2), MTU
+# ${1:-1500}. GID_RXE and GID_SROCE are their RoCE v2 IPv4 GIDs.
+sroce_rxe_pair() {
+	vm_veth_initns_and_ns vethA nsB vethB 10.77.0.1 10.77.0.2 "${1:-1500}" &&
+	modprobe rdma_rxe &&
+	rdma link add rxe0 type rxe netdev vethA &&
+	sroce_load &&
+	ip netns exec nsB rdma link add sroce1 type sroce netdev vethB &&
+	GID_RXE=$(sroce_wait_gid rxe0 "$(sroce_ipv4_gid 10.77.0.1)") &&
+	GID_SROCE=$(sroce_wait_gid sroce1 "$(sroce_ipv4_gid 10.77.0.2)")
+}
+
+# sroce_rxe_sides rxe|sroce: after sroce_rxe_pair, S_NS S_DEV S_GID S_IP
+# describe the serving side, C_NS C_DEV C_GID C_IP the other ("-" is
+# init_net, as sroce_pair takes it).
+sroce_rxe_sides() {
+	if [ "$1" = rxe ]; then
+		S_NS=- S_DEV=rxe0 S_GID=$GID_RXE S_IP=10.77.0.1
+		C_NS=nsB C_DEV=sroce1 C_GID=$GID_SROCE C_IP=10.77.0.2
+	else
+		S_NS=nsB S_DEV=sroce1 S_GID=$GID_SROCE S_IP=10.77.0.2
+		C_NS=- C_DEV=rxe0 C_GID=$GID_RXE C_IP=10.77.0.1
+	fi
+}
+
+# sroce_clean_from_rxe DEV: nothing corrupt or malformed reached sroce
+# DEV and it sent nothing in error (the hw counters).
+sroce_clean_from_rxe() {
+	local c v
+	for c in rx_drop_icrc rx_drop_malformed tx_errors; do
+		v=$(cat "/sys/class/infiniband/$1/ports/1/hw_counters/$c")
+		echo "$1 $c $v"
+		[ "$v" = 0 ] || return 1
+	done
+}
+
 # Print the GID index once ib_core has added it (up to 10 s).
 sroce_wait_gid() {
 	local i
@@ -220,9 +257,12 @@ sroce_pair() {
 		# stderr lands before stdout's buffered lines: show errors first.
 		echo "--- client errors:"
 		grep -aiE 'error|fail|couldn|unable|exceeded' "$SROCE_PAIR_DIR/client" | head -n 8
+		echo "--- client, first lines:"; head -n 6 "$SROCE_PAIR_DIR/client"
 		echo "--- client:"; tail -n 15 "$SROCE_PAIR_DIR/client"
 		echo "--- server errors:"
 		grep -aiE 'error|fail|couldn|unable|exceeded' "$SROCE_PAIR_DIR/server" | head -n 8
+		# Where stderr lands when the error words above are absent.
+		echo "--- server, first lines:"; head -n 6 "$SROCE_PAIR_DIR/server"
 		echo "--- server:"; tail -n 15 "$SROCE_PAIR_DIR/server"
 		return 1
 	fi
