@@ -50,7 +50,7 @@ sroce_rxe_pair || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
 for server in rxe sroce; do
 	tap_check "$server serves: ibv_ud_pingpong -g -c" pingpong "$server" ibv_ud_pingpong 1024
 	tap_check "$server serves: ibv_uc_pingpong -g -c" pingpong "$server" ibv_uc_pingpong 4096
-	tap_check "$server serves: ibv_srq_pingpong -q 8 -g -c" pingpong "$server" ibv_srq_pingpong 1024 -q 8
+	tap_check "$server serves: ibv_srq_pingpong -q 16 -g -c" pingpong "$server" ibv_srq_pingpong 1024 -q 16
 	tap_check "$server serves: ib_send_bw -c UD" perf "$server" ib_send_bw -c UD
 	tap_check "$server serves: ib_send_lat -c UD" perf "$server" ib_send_lat -c UD
 	tap_check "$server serves: ib_send_bw -c UC" perf "$server" ib_send_bw -c UC
