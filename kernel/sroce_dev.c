@@ -232,6 +232,19 @@ static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 }
 
+/*
+ * The device goes away (rdma link delete, its netdev deleted, rmmod) while
+ * a process still has it open. By the time this runs ib_core has destroyed
+ * the context's objects through our usual destroy verbs and replaced the
+ * process's ring mappings with zero pages, so it keeps no pointer into our
+ * memory; it gets IB_EVENT_DEVICE_FATAL and EIO from then on. We hold
+ * nothing else per context. Having this op is what lets the unregistration
+ * finish without waiting for every such process to exit.
+ */
+static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
 /* Counters ---------------------------------------------------------- */
 
 static const struct rdma_stat_desc sroce_counter_descs[] = {
@@ -376,6 +389,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.destroy_qp = sroce_destroy_qp,
 	.destroy_srq = sroce_destroy_srq,
 	.detach_mcast = sroce_detach_mcast,
+	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.device_group = &sroce_dev_attr_group,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_dma_mr = sroce_get_dma_mr,

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Faults under RC traffic between sroce0 (nsA) and sroce1 (nsB), with
+# sroce_integrity checking every byte: the MTU changed both ways, netem
+# delay 10 ms and loss 30 %, then the device pulled away — "rdma link
+# delete" with live user contexts, "ip link del" of the netdev, rmmod.
+# The rule: data arrives intact, or the QP reports an error; never a wrong,
+# stale or doubled byte. A pulled device must not wait for its users: the
+# delete finishes at once, they get IBV_EVENT_DEVICE_FATAL or an error
+# completion and exit, and a new device works afterwards.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+sroce_reset
+trap sroce_reset EXIT
+
+BIN=$SROCE_BIN/sroce_integrity
+RUN=$SROCE_PAIR_DIR/faults
+mkdir -p "$RUN"
+
+# Lines sroce_integrity prints for data that is wrong (not for errors).
+DATA_ERRORS='bytes wrong|guard bytes changed|around the .*receive changed|checksum of the written|byte_len [0-9]+, expected|imm_data 0x|WITH_IMM (missing|set)|a duplicate\?|says op|source changed'
+
+# start_traffic [CLIENT_ARGS...]: integrity in the background, sroce1
+# serving; returns once data flows.
+start_traffic() {
+	local rx0
+	ip netns exec nsB timeout 300 "$BIN" -s -d sroce1 -g "$SROCE_GID_B" -w 20 \
+		>"$RUN/server" 2>&1 </dev/null &
+	SPID=$!
+	vm_wait_listen -n nsB 18525 30 || return 1
+	ip netns exec nsA timeout 300 "$BIN" -c 10.77.0.2 -d sroce0 -g "$SROCE_GID_A" \
+		-w 20 "$@" >"$RUN/client" 2>&1 </dev/null &
+	CPID=$!
+	rx0=$(sroce_counter sroce1 rx_packets)
+	sroce_wait 20 bash -c "[ \$(cat /sys/class/infiniband/sroce1/ports/1/hw_counters/rx_packets) -gt $((rx0 + 200)) ]"
+}
+
+# wait_traffic SECONDS: both sides have exited within SECONDS.
+wait_traffic() {
+	local i
+	for ((i = 0; i < $1 * 10; i++)); do
+		kill -0 "$SPID" 2>/dev/null || kill -0 "$CPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$SPID" 2>/dev/null || kill -0 "$CPID" 2>/dev/null; then
+		echo "still running after $1 s"
+		return 1
+	fi
+	wait "$CPID"; CRC=$?
+	wait "$SPID"; SRC=$?
+	echo "client exit $CRC, server exit $SRC"
+}
+
+# No side saw a wrong byte; prints what each side ended with.
+no_bad_data() {
+	local f
+	for f in "$RUN/client" "$RUN/server"; do
+		grep -aE 'FATAL|^integrity:' "$f" | head -n 3
+		if grep -aEq "$DATA_ERRORS" "$f"; then
+			grep -aE "$DATA_ERRORS" "$f" | head -n 5
+			return 1
+		fi
+	done
+}
+
+all_intact() {
+	no_bad_data &&
+	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' "$RUN/client" &&
+	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' "$RUN/server"
+}
+
+# Intact, or stopped by an error completion or async event: never data.
+intact_or_error() {
+	no_bad_data || return 1
+	grep -Eq '0 errors$' "$RUN/client" && return 0
+	grep -aEq 'FATAL: .*(status|async event|peer|progress)' "$RUN/client" "$RUN/server"
+}
+
+stop_and_check() {
+	wait_traffic "$1" && no_bad_data
+}
+
+netem() {
+	tc -n nsA qdisc replace dev vethA root netem "$@" &&
+	tc -n nsB qdisc replace dev vethB root netem "$@"
+}
+
+netem_off() {
+	tc -n nsA qdisc del dev vethA root 2>/dev/null
+	tc -n nsB qdisc del dev vethB root 2>/dev/null
+	true
+}
+
+pingpong() {
+	sroce_pair nsB nsA 18520 \
+		ibv_rc_pingpong -p 18520 -d sroce1 -g "$SROCE_GID_B" -s 4096 -n 20 -c -- \
+		ibv_rc_pingpong -p 18520 -d sroce0 -g "$SROCE_GID_A" -s 4096 -n 20 -c 10.77.0.2 &&
+	grep -Eq "^$((2 * 20 * 4096)) bytes in" "$SROCE_PAIR_DIR/client"
+}
+
+mtu_flap() {
+	local m
+	for m in 9000 1500 4000 1500; do
+		ip -n nsA link set vethA mtu $m && ip -n nsB link set vethB mtu $m || return 1
+		sleep 1
+	done
+}
+
+# timed SECONDS CMD...: CMD finishes within SECONDS (prints how long).
+timed() {
+	local t0=$EPOCHREALTIME lim=$1 rc
+	shift
+	timeout "$lim" "$@"
+	rc=$?
+	echo "$* took $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }') s"
+	return $rc
+}
+
+tap_plan 21
+sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
+
+# MTU: the QPs run at path MTU 1024, which every MTU here carries.
+start_traffic -n 2 || tap_bail "integrity traffic did not start"
+tap_check "MTU 1500 -> 9000 -> 1500 -> 4000 -> 1500 under traffic" mtu_flap
+tap_check "... both sides finish" wait_traffic 240
+tap_check "... every byte right" all_intact
+
+netem delay 10ms
+start_traffic --quick || tap_bail "traffic with delay did not start"
+tap_check "netem delay 10 ms: both sides finish" wait_traffic 240
+tap_check "... every byte right" all_intact
+netem loss 30%
+start_traffic --quick || tap_bail "traffic with loss did not start"
+tap_check "netem loss 30%: both sides finish" wait_traffic 280
+tap_check "... every byte right, or an error completion: never wrong data" intact_or_error
+netem_off
+
+start_traffic -n 50 || tap_bail "traffic did not start"
+tap_check "rdma link delete sroce1 with live user contexts: done within 15 s" \
+	timed 15 ip netns exec nsB rdma link delete sroce1
+tap_check "... both sides stop within 60 s" wait_traffic 60
+tap_check "... the server was told (IBV_EVENT_DEVICE_FATAL or an error)" \
+	grep -aEq 'FATAL' "$RUN/server"
+tap_check "... no wrong data on either side" no_bad_data
+ip netns exec nsB rdma link add sroce1 type sroce netdev vethB &&
+	SROCE_GID_B=$(sroce_wait_gid sroce1 "$(sroce_ipv4_gid 10.77.0.2)")
+tap_check "a new sroce1 carries data (ibv_rc_pingpong -c)" pingpong
+
+start_traffic -n 50 || tap_bail "traffic did not start"
+tap_check "rmmod sroce under traffic: done within 20 s" timed 20 rmmod sroce
+tap_check "... both sides stop within 60 s, no wrong data" \
+	stop_and_check 60
+sroce_two_devices 1500 || tap_bail "set-up again after rmmod"
+tap_check "modprobe again: sroce0 <-> sroce1 carry data" pingpong
+
+start_traffic -n 50 || tap_bail "traffic did not start"
+tap_check "ip link del vethA under traffic (both devices go): done within 20 s" \
+	timed 20 ip -n nsA link del vethA
+tap_check "... both sides stop within 60 s, no wrong data" \
+	stop_and_check 60
+tap_check "... both devices are gone" \
+	bash -c '! test -e /sys/class/infiniband/sroce0 && ! test -e /sys/class/infiniband/sroce1'
+sroce_reset
+sroce_two_devices 1500 || tap_bail "set-up again after ip link del"
+tap_check "a new pair carries data" pingpong
+tap_done
