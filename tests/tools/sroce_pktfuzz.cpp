@@ -563,7 +563,7 @@ const char *const cls_name[C_COUNT] = {
 };
 // Weights of the mix (percent).
 const int cls_weight[C_COUNT] = {8, 8, 12, 8, 6, 9, 7, 14, 9, 6, 4, 9};
-uint64_t sent[C_COUNT], send_errors;
+uint64_t sent[C_COUNT], send_errors, guarded;
 
 uint32_t any_qpn()
 {
@@ -848,6 +848,23 @@ void gen_ud(pkt &p)
 		break;
 	}
 	build(p, f);
+	if (f.qpn == 1 && f.paylen >= 24) {
+		// A MAD header ib_core's MAD layer and ib_cm take a look at:
+		// base version 1 mostly (any other is logged, unratelimited, by
+		// ib_mad), CM and other GSI classes, CM message attributes.
+		static const uint8_t classes[] = {0x03, 0x04, 0x07, 0x07, 0x07, 0x0a, 0x81};
+		uint8_t *mad = p.b + hdr_len(f.op);
+		for (uint32_t i = 0; i < f.paylen; i++)
+			mad[i] = (uint8_t)rnd();
+		if (chance(98))
+			mad[0] = 1;
+		if (chance(90))
+			mad[1] = classes[rn(sizeof(classes))];
+		if (chance(80))
+			mad[2] = 1 + rn(2);
+		if (mad[1] == 0x07 && chance(70))
+			mad[16] = 0, mad[17] = 0x10 + rn(11);	// REQ..APR
+	}
 }
 
 void gen_mutate(pkt &p)
@@ -877,6 +894,29 @@ void gen_mutate(pkt &p)
 	else if (chance(10))
 		while (p.len < MAX_LEN && chance(90))
 			p.b[p.len++] = (uint8_t)rnd();
+}
+
+// The one rule every class keeps: a packet that reaches a live QP (by
+// design, or because a random or mutated QPN happens to be one) carries a
+// PSN far from that QP's, so it can never be executed or accepted.
+void guard_live(pkt &p)
+{
+	if (p.len < BTH)
+		return;
+	uint32_t qpn = (uint32_t)p.b[5] << 16 | p.b[6] << 8 | p.b[7];
+	for (const live_qp &l : o.live) {
+		if (l.qpn != qpn)
+			continue;
+		uint32_t base = op_mask[p.b[0]] & M_RESP ? l.sq_psn : l.rq_psn;
+		uint32_t psn = (uint32_t)p.b[9] << 16 | p.b[10] << 8 | p.b[11];
+		uint32_t d = (psn - base) & PSN_MASK;
+		if (d >= (1U << 22) && d <= (3U << 22))
+			return;		// what far_psn() gives: far enough
+		psn = far_psn(base);
+		p.b[9] = psn >> 16, p.b[10] = psn >> 8, p.b[11] = psn;
+		guarded++;
+		return;
+	}
 }
 
 cls_t pick()
@@ -1058,6 +1098,7 @@ int main(int argc, char **argv)
 			cls_t k = pick();
 			generate(k, pk[i]);
 			pkt &p = pk[i];
+			guard_live(p);
 			// Shorter than a BTH: the ICRC hardly matters (UDP length check).
 			uint32_t crc = p.len < BTH ? (uint32_t)rnd()
 						   : icrc(p.b, p.len, src.s_addr, dst.s_addr, sport);
@@ -1120,6 +1161,8 @@ int main(int argc, char **argv)
 		printf("# victim: %llu resets, %llu completions (%llu with an error status)\n",
 		       (unsigned long long)v.resets, (unsigned long long)v.completions,
 		       (unsigned long long)v.errors);
+	printf("# %llu packets that hit a live QPN got a far PSN instead\n",
+	       (unsigned long long)guarded);
 	printf("expect rx_drop_icrc %llu\n", (unsigned long long)expect_icrc);
 	printf("expect rx_drop_malformed %llu\n", (unsigned long long)expect_malformed);
 	printf("expect rx_drop_no_qp %llu\n", (unsigned long long)expect_no_qp);
