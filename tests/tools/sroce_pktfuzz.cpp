@@ -295,7 +295,8 @@ struct opts {
 } o;
 
 // A PSN at least 2^22 from @base either way: never in a window that a
-// QP which started at @base can reach within this run.
+// QP which started at @base can reach within this run (as long as it moves
+// fewer than 2^22 PSNs: 4 GiB at a 1024-byte MTU).
 uint32_t far_psn(uint32_t base)
 {
 	return (base + (1U << 23) + rn(1U << 23) - (1U << 22)) & PSN_MASK;
@@ -937,6 +938,7 @@ cls_t pick()
 
 void generate(cls_t c, pkt &p)
 {
+	p.bad_icrc = false;	// the slot may hold a bad_icrc packet of before
 	switch (c) {
 	case C_RANDOM: gen_random(p); break;
 	case C_BADICRC: gen_badicrc(p); break;
