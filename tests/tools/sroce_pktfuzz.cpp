@@ -147,30 +147,51 @@ void init_crc()
 	icrc_seed = crc32_le(~0U, lrh, sizeof(lrh));
 }
 
-// ICRC of @len bytes from the BTH (headers, payload, pad; not the ICRC) as
-// the receiver computes it over the IPv4/UDP headers the kernel gave them.
-uint32_t icrc(const uint8_t *bth, size_t len, uint32_t saddr, uint32_t daddr, uint16_t sport)
-{
-	uint8_t ps[20 + 8 + BTH];
-	uint16_t tot = 20 + 8 + len + ICRC, ulen = 8 + len + ICRC;
+// The two ends, as GIDs (IPv4: ::ffff:a.b.c.d), and the source port.
+struct {
+	bool v6;
+	uint8_t src[16], dst[16];
+	uint16_t sport;
+} ends;
 
-	ps[0] = 0x45;
-	ps[1] = 0xff;				// TOS: masked
-	ps[2] = tot >> 8, ps[3] = tot;
-	ps[4] = ps[5] = 0;			// ID 0: DF, unconnected socket
-	ps[6] = 0x40, ps[7] = 0;		// DF
-	ps[8] = 0xff;				// TTL: masked
-	ps[9] = IPPROTO_UDP;
-	ps[10] = ps[11] = 0xff;			// header checksum: masked
-	memcpy(ps + 12, &saddr, 4);		// network order already
-	memcpy(ps + 16, &daddr, 4);
-	ps[20] = sport >> 8, ps[21] = sport;
-	ps[22] = ROCE_PORT >> 8, ps[23] = ROCE_PORT & 0xff;
-	ps[24] = ulen >> 8, ps[25] = ulen;
-	ps[26] = ps[27] = 0xff;			// UDP checksum: masked
-	memcpy(ps + 28, bth, BTH);
-	ps[28 + 4] = 0xff;			// FECN, BECN, reserved
-	uint32_t crc = crc32_le(icrc_seed, ps, sizeof(ps));
+// ICRC of @len bytes from the BTH (headers, payload, pad; not the ICRC) as
+// the receiver computes it over the IP/UDP headers the kernel gave them.
+uint32_t icrc(const uint8_t *bth, size_t len)
+{
+	uint8_t ps[40 + 8 + BTH];
+	size_t l3 = ends.v6 ? 40 : 20;
+	uint16_t ulen = 8 + len + ICRC;
+
+	if (ends.v6) {
+		ps[0] = 0x6f;			// version 6; traffic class and
+		ps[1] = ps[2] = ps[3] = 0xff;	// flow label: masked
+		ps[4] = ulen >> 8, ps[5] = ulen;	// payload length
+		ps[6] = IPPROTO_UDP;
+		ps[7] = 0xff;			// hop limit: masked
+		memcpy(ps + 8, ends.src, 16);
+		memcpy(ps + 24, ends.dst, 16);
+	} else {
+		uint16_t tot = 20 + ulen;
+
+		ps[0] = 0x45;
+		ps[1] = 0xff;			// TOS: masked
+		ps[2] = tot >> 8, ps[3] = tot;
+		ps[4] = ps[5] = 0;		// ID 0: DF, unconnected socket
+		ps[6] = 0x40, ps[7] = 0;	// DF
+		ps[8] = 0xff;			// TTL: masked
+		ps[9] = IPPROTO_UDP;
+		ps[10] = ps[11] = 0xff;		// header checksum: masked
+		memcpy(ps + 12, ends.src + 12, 4);
+		memcpy(ps + 16, ends.dst + 12, 4);
+	}
+	uint8_t *u = ps + l3;
+	u[0] = ends.sport >> 8, u[1] = ends.sport;
+	u[2] = ROCE_PORT >> 8, u[3] = ROCE_PORT & 0xff;
+	u[4] = ulen >> 8, u[5] = ulen;
+	u[6] = u[7] = 0xff;			// UDP checksum: masked
+	memcpy(u + 8, bth, BTH);
+	u[8 + 4] = 0xff;			// FECN, BECN, reserved
+	uint32_t crc = crc32_le(icrc_seed, ps, l3 + 8 + BTH);
 	crc = crc32_le(crc, bth + BTH, len - BTH);
 	return ~crc;
 }
@@ -495,7 +516,7 @@ void victim_reset()
 	v.resets++;
 }
 
-void victim_setup(uint32_t peer_ip)
+void victim_setup()
 {
 	v.ctx = open_device_by_name(o.victim_dev);
 	if (!v.ctx)
@@ -511,8 +532,7 @@ void victim_setup(uint32_t peer_ip)
 				  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	if (!v.mr)
 		die("victim MR");
-	v.peer_gid.raw[10] = v.peer_gid.raw[11] = 0xff;
-	memcpy(v.peer_gid.raw + 12, &peer_ip, 4);
+	memcpy(v.peer_gid.raw, ends.src, 16);	// answers go to us, unheard
 	v.rc = victim_qp(IBV_QPT_RC);
 	v.uc = victim_qp(IBV_QPT_UC);
 	v.ud = victim_qp(IBV_QPT_UD);
@@ -1047,9 +1067,15 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	in_addr dst, src;
-	if (!o.dst || !o.src || inet_pton(AF_INET, o.dst, &dst) != 1 ||
-	    inet_pton(AF_INET, o.src, &src) != 1 || (o.victim_dev && o.victim_gid < 0) ||
+	// IPv4 or IPv6 (both the same), kept as GIDs.
+	ends.v6 = o.dst && strchr(o.dst, ':');
+	int af = ends.v6 ? AF_INET6 : AF_INET;
+	uint8_t *s4 = ends.src + 12, *d4 = ends.dst + 12;
+	if (!ends.v6)
+		ends.src[10] = ends.src[11] = ends.dst[10] = ends.dst[11] = 0xff;
+	if (!o.dst || !o.src || inet_pton(af, o.dst, ends.v6 ? ends.dst : d4) != 1 ||
+	    inet_pton(af, o.src, ends.v6 ? ends.src : s4) != 1 ||
+	    (o.victim_dev && o.victim_gid < 0) ||
 	    (o.mtu != 256 && o.mtu != 512 && o.mtu != 1024 && o.mtu != 2048 && o.mtu != 4096)) {
 		usage(stderr);
 		return 2;
@@ -1062,30 +1088,41 @@ int main(int argc, char **argv)
 	       (unsigned long long)o.count, o.src, o.dst, ROCE_PORT, (unsigned long long)o.seed,
 	       o.live.size());
 
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int fd = socket(af, SOCK_DGRAM, 0);
 	if (fd < 0)
 		die("socket");
-	// DF: the IP ID is then 0 (unconnected socket), as the ICRC assumes.
+	// Never fragmented; IPv4: DF, and then the IP ID is 0 (unconnected
+	// socket), as the ICRC assumes.
 	int pmtu = IP_PMTUDISC_DO;
-	if (setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)))
-		die("IP_MTU_DISCOVER");
+	if (ends.v6 ? setsockopt(fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu, sizeof(pmtu))
+		    : setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)))
+		die("IP(V6)_MTU_DISCOVER");
 	int sndbuf = 4 << 20;
 	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-	sockaddr_in sa{};
-	sa.sin_family = AF_INET;
-	sa.sin_addr = src;
-	if (bind(fd, (sockaddr *)&sa, sizeof(sa)))
+	sockaddr_storage sa{}, to{};
+	socklen_t sl = ends.v6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+	if (ends.v6) {
+		auto *a = (sockaddr_in6 *)&sa, *t = (sockaddr_in6 *)&to;
+		a->sin6_family = t->sin6_family = AF_INET6;
+		memcpy(&a->sin6_addr, ends.src, 16);
+		memcpy(&t->sin6_addr, ends.dst, 16);
+		t->sin6_port = htons(ROCE_PORT);
+	} else {
+		auto *a = (sockaddr_in *)&sa, *t = (sockaddr_in *)&to;
+		a->sin_family = t->sin_family = AF_INET;
+		memcpy(&a->sin_addr, s4, 4);
+		memcpy(&t->sin_addr, d4, 4);
+		t->sin_port = htons(ROCE_PORT);
+	}
+	if (bind(fd, (sockaddr *)&sa, sl))
 		die("bind");
-	socklen_t sl = sizeof(sa);
-	getsockname(fd, (sockaddr *)&sa, &sl);
-	uint16_t sport = ntohs(sa.sin_port);
-	sockaddr_in to{};
-	to.sin_family = AF_INET;
-	to.sin_addr = dst;
-	to.sin_port = htons(ROCE_PORT);
+	socklen_t gl = sizeof(sa);
+	getsockname(fd, (sockaddr *)&sa, &gl);
+	ends.sport = ntohs(ends.v6 ? ((sockaddr_in6 *)&sa)->sin6_port
+				   : ((sockaddr_in *)&sa)->sin_port);
 
 	if (o.victim_dev)
-		victim_setup(src.s_addr);
+		victim_setup();
 
 	std::vector<pkt> pk(o.batch);
 	std::vector<mmsghdr> mm(o.batch);
@@ -1103,7 +1140,7 @@ int main(int argc, char **argv)
 			guard_live(p);
 			// Shorter than a BTH: the ICRC hardly matters (UDP length check).
 			uint32_t crc = p.len < BTH ? (uint32_t)rnd()
-						   : icrc(p.b, p.len, src.s_addr, dst.s_addr, sport);
+						   : icrc(p.b, p.len);
 			if (p.bad_icrc)
 				crc ^= 1U << rn(32);
 			for (int j = 0; j < 4; j++)
@@ -1111,7 +1148,7 @@ int main(int argc, char **argv)
 			iov[i] = {p.b, p.len + ICRC};
 			mm[i] = {};
 			mm[i].msg_hdr.msg_name = &to;
-			mm[i].msg_hdr.msg_namelen = sizeof(to);
+			mm[i].msg_hdr.msg_namelen = sl;
 			mm[i].msg_hdr.msg_iov = &iov[i];
 			mm[i].msg_hdr.msg_iovlen = 1;
 			sent[k]++;
