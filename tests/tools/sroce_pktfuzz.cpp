@@ -15,6 +15,8 @@
 // inverted, little-endian. The IPv4 header a DF-marked datagram from an
 // unconnected UDP socket gets is known: version 4, IHL 5, ID 0, DF, UDP,
 // SRC_IP -> DST_IP; what the ICRC masks (TOS, TTL, checksum) need not be.
+// IPv6 (both addresses IPv6): traffic class, flow label and hop limit are
+// masked, the rest is known.
 //
 // Targets: --live names the QPs of a real run (its PSNs from "rdma resource
 // show qp -dd"); they only ever get PSNs far out of their window (2^22 or
@@ -1001,7 +1003,7 @@ void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: sroce_pktfuzz -t DST_IP -s SRC_IP [options]\n"
-		"  -t IP            the sroce device's IPv4 address (UDP 4791 there)\n"
+		"  -t IP            the sroce device's IPv4 or IPv6 address (UDP 4791)\n"
 		"  -s IP            this side's address (bound; it is in the ICRC)\n"
 		"  -n COUNT         packets to send (default 100000)\n"
 		"  --seed N         (default: from the clock, printed)\n"
