@@ -8,6 +8,8 @@
 #   make demo          boot a VM, create devices, show them (README)
 #   make bench         sroce vs rdma_rxe, TCP and memcpy in one VM: table,
 #                      build/bench/results.csv, bench.png (BENCH_ARGS=--quick)
+#   make fuzz-parse    libFuzzer target over the packet parser (clang):
+#                      build/fuzz/sroce_parse_fuzz (tests/fuzz)
 #   make install       module -> /lib/modules/$(KVER)/updates, provider ->
 #                      libibverbs' provider dir, driver file -> /etc/libibverbs.d
 #
@@ -45,7 +47,8 @@ DESTDIR	?=
 
 .PHONY: all module provider tools ktest install install-module install-provider \
 	check check-host check-vm demo bench bench-tool deps stage clean clean-module \
-	debug-kernel debug-src debug-modules debug-vm check-debug clean-debug-kernel
+	debug-kernel debug-src debug-modules debug-vm check-debug clean-debug-kernel \
+	fuzz-parse
 
 all: module provider tools ktest
 
@@ -54,6 +57,17 @@ module: $(if $(filter 1,$(DEBUG_KERNEL)),debug-src)
 
 provider:
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider
+
+# kernel/sroce_opcode.c in userspace under libFuzzer, ASan and UBSan.
+FUZZ_CC	?= clang
+fuzz-parse: $(BUILD)/fuzz/sroce_parse_fuzz
+$(BUILD)/fuzz/sroce_parse_fuzz: tests/fuzz/sroce_parse_fuzz.c kernel/sroce_opcode.c \
+		kernel/sroce_pkt.h $(wildcard tests/fuzz/include/*/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -Wall -Wextra -Werror \
+		-Itests/fuzz/include -Ikernel -o $@ tests/fuzz/sroce_parse_fuzz.c \
+		kernel/sroce_opcode.c
 
 # Test-only kernel module (tests/kmod): kernel-consumer checks in the VM.
 ktest: $(if $(filter 1,$(DEBUG_KERNEL)),debug-src)

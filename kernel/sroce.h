@@ -86,6 +86,7 @@ enum sroce_counter {
 	SROCE_CNT_RETRY_EXCEEDED,
 	SROCE_CNT_RESP_DROP,		/* stale or out-of-window responses */
 	SROCE_CNT_TX_LENT,		/* packets sent with lent MR pages */
+	SROCE_CNT_RX_DROP_SEQ,		/* requests beyond the expected PSN */
 	SROCE_NUM_COUNTERS,
 };
 

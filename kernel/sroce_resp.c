@@ -680,6 +680,7 @@ static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 		return sroce_resp_duplicate(qp, pkt);
 	if (c == SROCE_PSN_AHEAD) {
 		/* Packets went missing: one NAK, then wait for the resend. */
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RX_DROP_SEQ, 1);
 		if (resp->nak_sent)
 			return 0;
 		resp->nak_sent = true;
@@ -694,6 +695,7 @@ static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 static u32 sroce_resp_uc(struct sroce_qp *qp, struct sk_buff *skb,
 			 const struct sroce_pkt *pkt)
 {
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_resp *resp = &qp->resp;
 
 	if (pkt->psn != resp->psn) {
@@ -702,12 +704,14 @@ static u32 sroce_resp_uc(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 	if (resp->msg == SROCE_RESP_DROP) {
 		if (!(pkt->mask & SROCE_M_START)) {
+			sroce_count(sdev, SROCE_CNT_RX_DROP_SEQ, 1);
 			resp->psn = sroce_psn_add(pkt->psn, 1);
 			return 0;
 		}
 		resp->msg = SROCE_RESP_IDLE;
 	}
 	if (!sroce_resp_msg_in_order(resp->msg, pkt->mask)) {
+		sroce_count(sdev, SROCE_CNT_RX_DROP_SEQ, 1);
 		resp->msg = SROCE_RESP_DROP;
 		resp->psn = sroce_psn_add(pkt->psn, 1);
 		return 0;

@@ -6,7 +6,8 @@
 //   server:  sroce_integrity -s [-d DEV] [-g GID] [-p PORT] [-m MTU]
 //   client:  sroce_integrity -c HOST [-d DEV] [-g GID] [-p PORT] [-m MTU]
 //                            [-n PASSES] [-q DEPTH] [--ops LIST] [--seed N]
-//                            [--max-size B] [--random N] [--quick] ...
+//                            [--max-size B] [--random N] [--quick]
+//                            [--seconds S [--stop-file F]] ...
 //
 // The two sides exchange QPN, PSN, GID, buffer address and rkey over TCP
 // (like ibv_rc_pingpong); the client sends its parameters and both sides
@@ -209,6 +210,8 @@ struct options {
 	uint64_t max_bytes = 0;
 	int timeout = 14, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 12;
 	int wait_s = 30;
+	int seconds = 0;	// client: run the op set again until this long
+	const char *stop_file = nullptr;	// ... or until this file exists
 	uint32_t inject = 0;
 	bool verbose = false;
 };
@@ -1535,6 +1538,7 @@ void client_phase(uint32_t op)
 			gen(S.gkey, e.first, S.region + e.first, e.second - e.first);
 	msg m = {};
 	m.op = op;
+	m.p.seed = S.p.seed;	// a new round (--seconds) has a new one
 	send_msg(m, M_PHASE_BEGIN);
 	recv_msg(M_PHASE_READY);
 	double t0 = now_s(), last = t0, beat = t0;
@@ -1717,8 +1721,21 @@ int run_client()
 	connect_qp();
 	recv_msg(M_RTS);
 	describe();
-	for (uint32_t k = 0; k < S.p.nops; k++)
-		client_phase(S.p.ops[k]);
+	// --seconds: again with new data, sizes and layouts (a new seed, so a
+	// stale byte of an earlier round still differs) until time is up.
+	double t_end = now_s() + S.o.seconds;
+	for (uint64_t round = 0;; round++) {
+		if (round) {
+			S.p.seed = mix64(S.o.seed + round);
+			make_plans();
+			note("round %llu, seed %llu", (unsigned long long)round,
+			     (unsigned long long)S.p.seed);
+		}
+		for (uint32_t k = 0; k < S.p.nops; k++)
+			client_phase(S.p.ops[k]);
+		if (now_s() >= t_end || (S.o.stop_file && !access(S.o.stop_file, F_OK)))
+			break;
+	}
 	stats at = g_st;
 	final_checks();
 	m = {};
@@ -1754,6 +1771,10 @@ int run_server()
 	for (;;) {
 		msg r = recv_msg(0);
 		if (r.type == M_PHASE_BEGIN && r.op < OP_COUNT) {
+			if (r.p.seed && r.p.seed != S.p.seed) {	// a new round
+				S.p.seed = r.p.seed;
+				make_plans();
+			}
 			server_phase(r.op);
 		} else if (r.type == M_FINISH) {
 			stats at = g_st;
@@ -1793,6 +1814,9 @@ void usage(FILE *f)
 		"  --random N        random sizes per pass (default 16)\n"
 		"  --max-bytes B     per op, leave out transfers beyond this total\n"
 		"  --quick           max size 128 KiB and 8 random sizes unless given\n"
+		"  --seconds S       run the op set again (new seed) until S seconds\n"
+		"                    have passed\n"
+		"  --stop-file F     ... or until file F exists\n"
 		"  --inject LIST     deliberate faults, to see the checks fail:\n"
 		"                    corrupt,guard,rkey,imm,skip,short\n"
 		"QP settings: --timeout 14 --retry-cnt 7 --rnr-retry 7 --min-rnr-timer 12\n");
@@ -1856,7 +1880,8 @@ int main(int argc, char **argv)
 {
 	enum {
 		O_OPS = 256, O_SEED, O_MAX_SIZE, O_RANDOM, O_MAX_BYTES, O_QUICK, O_INJECT,
-		O_TIMEOUT, O_RETRY, O_RNR_RETRY, O_MIN_RNR,
+		O_TIMEOUT, O_RETRY, O_RNR_RETRY, O_MIN_RNR, O_SECONDS,
+		O_STOP_FILE,
 	};
 	static const option longopts[] = {
 		{"server", no_argument, nullptr, 's'},
@@ -1877,6 +1902,8 @@ int main(int argc, char **argv)
 		{"random", required_argument, nullptr, O_RANDOM},
 		{"max-bytes", required_argument, nullptr, O_MAX_BYTES},
 		{"quick", no_argument, nullptr, O_QUICK},
+		{"seconds", required_argument, nullptr, O_SECONDS},
+		{"stop-file", required_argument, nullptr, O_STOP_FILE},
 		{"inject", required_argument, nullptr, O_INJECT},
 		{"timeout", required_argument, nullptr, O_TIMEOUT},
 		{"retry-cnt", required_argument, nullptr, O_RETRY},
@@ -1906,6 +1933,8 @@ int main(int argc, char **argv)
 		case O_RANDOM: o.nrandom = atoi(optarg); o.nrandom_set = true; break;
 		case O_MAX_BYTES: o.max_bytes = parse_size(optarg); break;
 		case O_QUICK: o.quick = true; break;
+		case O_SECONDS: o.seconds = atoi(optarg); break;
+		case O_STOP_FILE: o.stop_file = optarg; break;
 		case O_INJECT: o.inject = parse_list(optarg, false); break;
 		case O_TIMEOUT: o.timeout = atoi(optarg); break;
 		case O_RETRY: o.retry_cnt = atoi(optarg); break;
