@@ -99,13 +99,13 @@ static bool sroce_qp_is_ud(const struct sroce_qp *qp)
 }
 
 /*
- * Check the private copy of a send WQE and total its payload.
+ * Check the private copy of a send WQE and total its payload. The keys of
+ * its SGEs are checked later, by sroce_req_check_keys().
  * Return: IB_WC_SUCCESS or the status the WQE completes with.
  */
 static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 			  u32 *length)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
 						     SROCE_SEND_WQE_HDR);
 	u64 total = 0;
@@ -129,21 +129,8 @@ static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 	} else {
 		if (wqe->num_sge > qp->max_send_sge)
 			return IB_WC_LOC_LEN_ERR;
-		for (i = 0; i < wqe->num_sge; i++) {
-			struct sroce_mr *mr;
-
+		for (i = 0; i < wqe->num_sge; i++)
 			total += sge[i].length;
-			if (!sge[i].length)
-				continue;
-			/* READ and atomic results are written to the SGEs. */
-			mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, sge[i].lkey,
-						  sge[i].addr, sge[i].length,
-						  sroce_wqe_is_rd_atomic(wqe->opcode) ?
-						  IB_ACCESS_LOCAL_WRITE : 0);
-			if (!mr)
-				return IB_WC_LOC_PROT_ERR;
-			sroce_mr_put(mr);
-		}
 	}
 	if (total > (1ULL << 31))
 		return IB_WC_LOC_LEN_ERR;
@@ -161,6 +148,40 @@ static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 		break;
 	}
 	*length = total;
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * Check the lkeys of a send WQE's SGEs when it is the next to execute, not
+ * when it is fetched: a REG_MR posted before it in the same queue may be
+ * what makes its key valid (iSER sends its immediate data through the MR
+ * the REG_MR just before the SEND registers).
+ * Return: IB_WC_SUCCESS or IB_WC_LOC_PROT_ERR.
+ */
+static u8 sroce_req_check_keys(struct sroce_qp *qp,
+			       const struct sroce_send_wqe *wqe)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
+						     SROCE_SEND_WQE_HDR);
+	int i;
+
+	if (wqe->flags & SROCE_WQE_F_INLINE)
+		return IB_WC_SUCCESS;
+	for (i = 0; i < wqe->num_sge; i++) {
+		struct sroce_mr *mr;
+
+		if (!sge[i].length)
+			continue;
+		/* READ and atomic results are written to the SGEs. */
+		mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, sge[i].lkey,
+					  sge[i].addr, sge[i].length,
+					  sroce_wqe_is_rd_atomic(wqe->opcode) ?
+					  IB_ACCESS_LOCAL_WRITE : 0);
+		if (!mr)
+			return IB_WC_LOC_PROT_ERR;
+		sroce_mr_put(mr);
+	}
 	return IB_WC_SUCCESS;
 }
 
@@ -622,6 +643,11 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		return sroce_req_fail(qp, m, IB_WC_LOC_QP_OP_ERR);
 
 	if (fresh) {
+		m->status = sroce_req_check_keys(qp, wqe);
+		if (m->status != IB_WC_SUCCESS) {
+			sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
+			return sroce_req_fail(qp, m, m->status);
+		}
 		m->first_psn = req->psn;
 		m->last_psn = sroce_psn_add(req->psn,
 					    sroce_req_npkts(qp, wqe, m->length) - 1);
