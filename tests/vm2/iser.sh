@@ -115,14 +115,20 @@ target_session_gone() {
 		! rdma res show qp link "$DEV/1" type RC | grep -q .
 }
 
-# rtslib loads every backstore module: unload whatever uses target_core_mod.
+# rtslib loads every backstore and fabric module it knows (a fabric's
+# configfs group pins its module): remove the fabric groups, then unload
+# whatever uses target_core_mod, then target_core_mod.
 target_teardown() {
+	local d users
 	targetcli clearconfig confirm=True >/tmp/targetcli-clear.out 2>&1 ||
 		{ cat /tmp/targetcli-clear.out; return 1; }
-	rmdir /sys/kernel/config/target/iscsi || return 1
-	# shellcheck disable=SC2046 # a list of module names
-	modprobe -r ib_isert iscsi_target_mod \
-		$(lsmod | awk '$1 ~ /^target_core_/ && $1 != "target_core_mod" {print $1}') &&
+	for d in /sys/kernel/config/target/*/; do
+		[ "$(basename "$d")" = core ] || rmdir "$d" || return 1
+	done
+	modprobe -r ib_isert || return 1
+	users=$(lsmod | awk '$1 == "target_core_mod" {print $4}')
+	# shellcheck disable=SC2086 # a list of module names
+	{ [ -z "$users" ] || modprobe -r ${users//,/ }; } &&
 		sroce_wait 10 modprobe -r target_core_mod ||
 		{ lsmod | grep -E '^(target|iscsi|ib_)'; return 1; }
 }
