@@ -99,19 +99,12 @@ static bool sroce_qp_is_ud(const struct sroce_qp *qp)
 }
 
 /*
- * Check the private copy of a send WQE and total its payload.
+ * Check the private copy of a send WQE when it is fetched: what it asks
+ * for, not yet its memory (see sroce_req_check_payload()).
  * Return: IB_WC_SUCCESS or the status the WQE completes with.
  */
-static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
-			  u32 *length)
+static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
-	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
-						     SROCE_SEND_WQE_HDR);
-	u64 total = 0;
-	int i;
-
-	*length = 0;
 	if (!sroce_wqe_opcode_ok(qp->ibqp.qp_type, wqe->opcode))
 		return IB_WC_LOC_QP_OP_ERR;
 	/* REG_MR names a kernel MR: only kernel ULPs post it. */
@@ -125,10 +118,32 @@ static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 		if (wqe->inline_len > qp->max_inline ||
 		    sroce_wqe_is_rd_atomic(wqe->opcode))
 			return IB_WC_LOC_LEN_ERR;
+	} else if (wqe->num_sge > qp->max_send_sge) {
+		return IB_WC_LOC_LEN_ERR;
+	}
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * Check the SGEs' keys and total the payload of a send WQE when it is the
+ * next to execute, not when it is fetched: a REG_MR posted before it in
+ * the same queue may be what makes its key valid (iSER sends immediate
+ * data through the MR that the REG_MR just before the SEND registers).
+ * Return: IB_WC_SUCCESS or the status the WQE completes with.
+ */
+static u8 sroce_req_check_payload(struct sroce_qp *qp,
+				  const struct sroce_send_wqe *wqe, u32 *length)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
+						     SROCE_SEND_WQE_HDR);
+	u64 total = 0;
+	int i;
+
+	*length = 0;
+	if (wqe->flags & SROCE_WQE_F_INLINE) {
 		total = wqe->inline_len;
 	} else {
-		if (wqe->num_sge > qp->max_send_sge)
-			return IB_WC_LOC_LEN_ERR;
 		for (i = 0; i < wqe->num_sge; i++) {
 			struct sroce_mr *mr;
 
@@ -194,7 +209,7 @@ static int sroce_req_fetch(struct sroce_qp *qp)
 
 		memcpy(wqe, sroce_queue_elem(&qp->sq, req->fetched), stride);
 		memset(m, 0, sizeof(*m));
-		m->status = sroce_req_check(qp, wqe, &m->length);
+		m->status = sroce_req_check(qp, wqe);
 		if (m->status != IB_WC_SUCCESS)
 			sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
 		m->rd_atomic = sroce_wqe_is_rd_atomic(wqe->opcode);
@@ -622,6 +637,11 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		return sroce_req_fail(qp, m, IB_WC_LOC_QP_OP_ERR);
 
 	if (fresh) {
+		m->status = sroce_req_check_payload(qp, wqe, &m->length);
+		if (m->status != IB_WC_SUCCESS) {
+			sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
+			return sroce_req_fail(qp, m, m->status);
+		}
 		m->first_psn = req->psn;
 		m->last_psn = sroce_psn_add(req->psn,
 					    sroce_req_npkts(qp, wqe, m->length) - 1);

@@ -9,9 +9,12 @@
  *   insmod sroce_ktest.ko dev=sroce0
  */
 
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <net/ipv6.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
 static char *dev = "sroce0";
@@ -131,6 +134,191 @@ static void ktest_frwr(struct ib_pd *pd)
 		ib_dereg_mr(mr);
 }
 
+struct ktest_wc {
+	struct ib_cqe cqe;
+	int done;
+	enum ib_wc_status status;
+	u32 byte_len;
+};
+
+static void ktest_wc_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct ktest_wc *w = container_of(wc->wr_cqe, struct ktest_wc, cqe);
+
+	w->done++;
+	w->status = wc->status;
+	w->byte_len = wc->byte_len;
+}
+
+/* The index of port 1's RoCE v2 IPv4 GID, or -1. */
+static int ktest_ipv4_gid(struct ib_device *ibdev)
+{
+	const struct ib_gid_attr *attr;
+	int i, found = -1;
+
+	for (i = 0; found < 0 && i < ibdev->port_data[1].immutable.gid_tbl_len;
+	     i++) {
+		attr = rdma_get_gid_attr(ibdev, 1, i);
+		if (IS_ERR(attr))
+			continue;
+		if (attr->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+		    ipv6_addr_v4mapped((struct in6_addr *)attr->gid.raw))
+			found = i;
+		rdma_put_gid_attr(attr);
+	}
+	return found;
+}
+
+/* An RC QP connected to itself (loopback through its own GID). */
+static int ktest_self_connect(struct ib_qp *qp, int gid_index)
+{
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IB_ACCESS_LOCAL_WRITE,
+	};
+	union ib_gid gid;
+	int err;
+
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (err)
+		return err;
+	err = rdma_query_gid(qp->device, 1, gid_index, &gid);
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = IB_MTU_1024;
+	attr.dest_qp_num = qp->qp_num;
+	attr.rq_psn = 100;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 1;
+	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&attr.ah_attr, 1);
+	rdma_ah_set_grh(&attr.ah_attr, &gid, 0, gid_index, 64, 0);
+	err = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	attr.sq_psn = 100;
+	attr.timeout = 14;
+	attr.retry_cnt = 3;
+	attr.rnr_retry = 3;
+	attr.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
+			    IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+			    IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * A SEND whose SGE is the lkey of the fast-registration MR that a REG_MR
+ * just before it in the same queue registers (iSER's immediate data): the
+ * REG_MR executes first, so the SEND's key is valid when it runs.
+ */
+static void ktest_reg_mr_then_send(struct ib_device *ibdev, struct ib_pd *pd)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ktest_wc sent = { .cqe.done = ktest_wc_done };
+	struct ktest_wc recvd = { .cqe.done = ktest_wc_done };
+	struct ktest_wc reg = { .cqe.done = ktest_wc_done };
+	struct ib_send_wr send = { .wr_cqe = &sent.cqe, .num_sge = 1,
+				   .opcode = IB_WR_SEND,
+				   .send_flags = IB_SEND_SIGNALED };
+	struct ib_reg_wr reg_wr = {
+		.wr = { .wr_cqe = &reg.cqe, .opcode = IB_WR_REG_MR,
+			.next = &send },
+		.access = IB_ACCESS_LOCAL_WRITE,
+	};
+	struct ib_recv_wr rwr = { .wr_cqe = &recvd.cqe, .num_sge = 1 };
+	const struct ib_recv_wr *bad_rwr;
+	const struct ib_send_wr *bad;
+	struct ib_sge ssge, rsge;
+	struct scatterlist sg;
+	struct ib_mr *mr = NULL;
+	struct ib_qp *qp = NULL;
+	struct ib_cq *cq;
+	u8 *src, *dst;
+	int gid_index, i;
+
+	gid_index = ktest_ipv4_gid(ibdev);
+	if (!ktest_check(gid_index >= 0, "a RoCE v2 IPv4 GID on port 1"))
+		return;
+	cq = ib_alloc_cq(ibdev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (!ktest_check(!IS_ERR(cq), "ib_alloc_cq for the loopback QP"))
+		return;
+	src = (u8 *)__get_free_page(GFP_KERNEL);
+	dst = (u8 *)get_zeroed_page(GFP_KERNEL);
+	if (!src || !dst)
+		goto out;
+	for (i = 0; i < PAGE_SIZE; i++)
+		src[i] = i * 7 + 3;
+	init.send_cq = cq;
+	init.recv_cq = cq;
+	qp = ib_create_qp(pd, &init);
+	if (!ktest_check(!IS_ERR(qp), "ib_create_qp (RC, for a loopback)")) {
+		qp = NULL;
+		goto out;
+	}
+	if (!ktest_check(!ktest_self_connect(qp, gid_index),
+			 "RC QP connected to itself (RTS)"))
+		goto out;
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(mr)) {
+		mr = NULL;
+		goto out;
+	}
+	sg_init_one(&sg, src, PAGE_SIZE);
+	if (ib_dma_map_sg(ibdev, &sg, 1, DMA_TO_DEVICE) != 1 ||
+	    ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE) != 1)
+		goto out_unmap;
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+
+	rsge.addr = ib_dma_map_single(ibdev, dst, PAGE_SIZE, DMA_FROM_DEVICE);
+	rsge.length = PAGE_SIZE;
+	rsge.lkey = pd->local_dma_lkey;
+	rwr.sg_list = &rsge;
+	ssge.addr = mr->iova + 512;
+	ssge.length = 1024;
+	ssge.lkey = mr->lkey;
+	send.sg_list = &ssge;
+	reg_wr.mr = mr;
+	reg_wr.key = mr->rkey;
+	if (!ib_post_recv(qp, &rwr, &bad_rwr) &&
+	    !ib_post_send(qp, &reg_wr.wr, &bad)) {
+		for (i = 0; i < 2000 && !(sent.done && recvd.done); i++) {
+			ib_process_cq_direct(cq, 16);
+			usleep_range(500, 1000);
+		}
+	}
+	ktest_check(!reg.done && sent.done && sent.status == IB_WC_SUCCESS,
+		    "REG_MR then a SEND through the new MR's lkey: the SEND succeeds");
+	ktest_check(recvd.done && recvd.status == IB_WC_SUCCESS &&
+		    recvd.byte_len == 1024 && !memcmp(dst, src + 512, 1024),
+		    "the receive holds the 1 KiB the SEND gathered through the MR");
+	ib_dma_unmap_single(ibdev, rsge.addr, PAGE_SIZE, DMA_FROM_DEVICE);
+out_unmap:
+	ib_dma_unmap_sg(ibdev, &sg, 1, DMA_TO_DEVICE);
+out:
+	if (qp) {
+		ib_drain_qp(qp);
+		ib_destroy_qp(qp);
+	}
+	if (mr)
+		ib_dereg_mr(mr);
+	free_page((unsigned long)src);
+	free_page((unsigned long)dst);
+	ib_free_cq(cq);
+}
+
 static int __init sroce_ktest_init(void)
 {
 	struct ib_device *ibdev;
@@ -143,6 +331,7 @@ static int __init sroce_ktest_init(void)
 	if (ktest_check(!IS_ERR(pd), "ib_alloc_pd (with a local DMA lkey)")) {
 		ktest_qp(ibdev, pd);
 		ktest_frwr(pd);
+		ktest_reg_mr_then_send(ibdev, pd);
 		ib_dealloc_pd(pd);
 	}
 	ib_device_put(ibdev);

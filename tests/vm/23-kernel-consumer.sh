@@ -4,8 +4,10 @@
 # Kernel consumers: tests/kmod/sroce_ktest.ko drives sroce through ib_core's
 # kernel verbs the way ULPs do — ib_alloc_pd (local DMA lkey), ib_alloc_cq,
 # ib_create_qp, ib_post_recv into the same rings userspace uses,
-# ib_drain_qp (flush through wr_cqe->done), ib_alloc_mr + ib_map_mr_sg —
-# and fails to load if any check fails.
+# ib_drain_qp (flush through wr_cqe->done), ib_alloc_mr + ib_map_mr_sg, and
+# on an RC QP connected to itself a REG_MR chained before a SEND that
+# gathers through the new MR's lkey (as iSER sends immediate data) — and
+# fails to load if any check fails.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
