@@ -214,6 +214,8 @@ run_host() {
 	tap_done
 }
 
+# Sourced (tests/vm2/nvme-reboot.sh): the functions only.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 if [ "$role" = a ]; then
 	run_target
 else

@@ -338,6 +338,7 @@ vm_start_guest() {
 	G_RC[i]=""
 	G_STOPPED[i]=""
 	G_T_START[i]="" G_T_DONE[i]="" G_T_EXIT[i]=""
+	G_T_BOOT[i]=$(vm_now_ms)
 }
 
 vm_alive() { [ -n "${G_QPID[$1]:-}" ] && kill -0 "${G_QPID[$1]}" 2>/dev/null; }
@@ -394,6 +395,7 @@ vm_start_all() {
 	local i port n
 	if [ "$VM_LINK" = 1 ]; then
 		port=$(vm_free_port)
+		VM_LINK_PORT=$port
 		vm_start_guest 0 "listen=127.0.0.1:$port"
 		for n in $(seq 100); do
 			[ -n "$(ss -Hltn "( sport = :$port )" 2>/dev/null)" ] && break
@@ -404,6 +406,27 @@ vm_start_all() {
 	else
 		for i in "${!G_LABEL[@]}"; do vm_start_guest "$i" ""; done
 	fi
+}
+
+# Guest $1 asked (by creating /run/vm/power-cycle) to lose its power: kill
+# its QEMU at once, as a power cut would, keep the kernel log of that boot,
+# and boot it again with the same state dir, where /run/vm/power-cycled now
+# tells its command that this is the second boot. Only the guest that
+# connects the link can come back to it (the listening side's QEMU accepts
+# a new connection; a connecting one does not reconnect).
+vm_power_cycle() {
+	local i=$1 st=${G_STATE[$1]}
+	[ "$i" = "${VM_LINK_CONNECTOR:-1}" ] || {
+		vm_gmsg "$i" "power cycle refused: only guest ${G_LABEL[${VM_LINK_CONNECTOR:-1}]} can rejoin the link"
+		mv -f "$st/power-cycle" "$st/power-cycle-refused"
+		return
+	}
+	vm_gmsg "$i" "power cut (the guest asked for it); booting it again"
+	kill -KILL "${G_QPID[i]}" 2>/dev/null || true
+	vm_stop_guest "$i"
+	tr -d '\r' <"$st/klog.txt" >>"$st/klog-earlier-boots.txt"
+	mv -f "$st/power-cycle" "$st/power-cycled"
+	vm_start_guest "$i" "connect=127.0.0.1:$VM_LINK_PORT"
 }
 
 # Wait for all guests of this attempt.  Sets VM_OUTCOME to
@@ -421,9 +444,13 @@ vm_wait_all() {
 			local st=${G_STATE[i]}
 			if [ -z "${G_T_START[i]}" ] && [ -f "$st/started" ]; then G_T_START[i]=$now; fi
 			if [ -z "${G_T_DONE[i]}" ] && [ -f "$st/status" ]; then G_T_DONE[i]=$now; fi
+			if [ -f "$st/power-cycle" ] && vm_alive "$i"; then
+				vm_power_cycle "$i"
+				continue
+			fi
 			if vm_alive "$i"; then
 				all_dead=0
-				if [ -z "${G_T_START[i]}" ] && [ $((now - t0)) -gt $((VM_BOOT_TIMEOUT * 1000)) ]; then
+				if [ -z "${G_T_START[i]}" ] && [ $((now - ${G_T_BOOT[i]:-$t0})) -gt $((VM_BOOT_TIMEOUT * 1000)) ]; then
 					vm_gmsg "$i" "command not started after ${VM_BOOT_TIMEOUT}s"
 					VM_OUTCOME=bootfail
 				fi
@@ -466,7 +493,9 @@ vm_wait_all() {
 		# The kernel log (without the serial line's \r) goes to --klog; written
 		# to a private file first so that concurrent runs never mix.
 		if [ -f "${G_STATE[i]}/klog.txt" ]; then
-			tr -d '\r' <"${G_STATE[i]}/klog.txt" >"${G_KLOG[i]}.tmp.$$"
+			# A power-cycled guest's earlier boots first: checked alike.
+			{ cat "${G_STATE[i]}/klog-earlier-boots.txt" 2>/dev/null || true; } >"${G_KLOG[i]}.tmp.$$"
+			tr -d '\r' <"${G_STATE[i]}/klog.txt" >>"${G_KLOG[i]}.tmp.$$"
 			mv -f "${G_KLOG[i]}.tmp.$$" "${G_KLOG[i]}"
 		fi
 	done
