@@ -67,6 +67,30 @@ sroce_debug_kernel() {
 	[[ $(uname -r) == *-sroce-debug ]]
 }
 
+# kmemleak (the debug kernel booted with kmemleak=on, as make check-debug
+# and make soak do): on, forget what is known so far, and a check that
+# scans twice (an object must look unreferenced in two scans to count) and
+# prints what it found.
+SROCE_KMEMLEAK=/sys/kernel/debug/kmemleak
+sroce_kmemleak_on() {
+	[ -w "$SROCE_KMEMLEAK" ] && grep -qw 'kmemleak=on' /proc/cmdline
+}
+
+sroce_kmemleak_clear() {
+	echo scan >"$SROCE_KMEMLEAK" && echo clear >"$SROCE_KMEMLEAK"
+}
+
+sroce_kmemleak_none() {
+	local n
+	echo scan >"$SROCE_KMEMLEAK"
+	sleep 2
+	echo scan >"$SROCE_KMEMLEAK"
+	n=$(grep -c '^unreferenced object' "$SROCE_KMEMLEAK")
+	echo "kmemleak: $n unreferenced objects"
+	head -n 60 "$SROCE_KMEMLEAK"
+	[ "$n" = 0 ]
+}
+
 sroce_reset() {
 	local d ns
 	sroce_unload
