@@ -9,7 +9,11 @@
 //   sroce_cm_cycles -c ADDR [-p PORT] [-n N]      client: connect N times
 //
 // Each cycle the client sends "cycle <i>" and the server answers
-// "ack <i>"; both check what they receive. Prints
+// "ack <i>"; both check what they receive. The server disconnects once
+// its answer completed (was acknowledged), and the client waits for that
+// before it tears down: a client that went first could destroy its QP
+// while the server is still retransmitting an answer whose ACK was lost,
+// and fail a correct server on a lossy link. Prints
 // "cm_cycles: N cycles, N messages checked" and exits 0 on success.
 
 #include <rdma/rdma_cma.h>
@@ -19,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <poll.h>
 #include <unistd.h>
 
 namespace {
@@ -30,6 +35,39 @@ int fail(const char *what, int i)
 	std::fprintf(stderr, "cm_cycles: cycle %d: %s: %s\n", i, what,
 		     std::strerror(errno));
 	return 1;
+}
+
+// A completion that did not arrive (@got <= 0) or failed.
+int comp_fail(const char *what, int i, int got, const ibv_wc &wc)
+{
+	if (got <= 0)
+		return fail(what, i);
+	std::fprintf(stderr, "cm_cycles: cycle %d: %s: status %s (%d)\n", i, what,
+		     ibv_wc_status_str(wc.status), wc.status);
+	return 1;
+}
+
+// Client: wait (up to 60 s) for the server's disconnect.
+int wait_disconnect(rdma_cm_id *id, int i)
+{
+	pollfd f = {id->channel->fd, POLLIN, 0};
+	rdma_cm_event *ev;
+
+	if (poll(&f, 1, 60000) <= 0) {
+		std::fprintf(stderr, "cm_cycles: cycle %d: no disconnect from the server in 60 s\n",
+			     i);
+		return 1;
+	}
+	if (rdma_get_cm_event(id->channel, &ev))
+		return fail("rdma_get_cm_event", i);
+	rdma_cm_event_type type = ev->event;
+	rdma_ack_cm_event(ev);
+	if (type != RDMA_CM_EVENT_DISCONNECTED) {
+		std::fprintf(stderr, "cm_cycles: cycle %d: event %s, want DISCONNECTED\n", i,
+			     rdma_event_str(type));
+		return 1;
+	}
+	return 0;
 }
 
 rdma_addrinfo *getinfo(const char *addr, const char *port, bool passive)
@@ -61,6 +99,7 @@ int exchange(rdma_cm_id *id, bool client, int i, bool posted_recv,
 	     char *rbuf, char *sbuf, ibv_mr *rmr, ibv_mr *smr)
 {
 	ibv_wc wc;
+	int got;
 	std::string want = (client ? "ack " : "cycle ") + std::to_string(i);
 	std::string say = (client ? "cycle " : "ack ") + std::to_string(i);
 
@@ -70,11 +109,11 @@ int exchange(rdma_cm_id *id, bool client, int i, bool posted_recv,
 		std::snprintf(sbuf, kMsg, "%s", say.c_str());
 		if (rdma_post_send(id, nullptr, sbuf, kMsg, smr, 0))
 			return fail("rdma_post_send", i);
-		if (rdma_get_send_comp(id, &wc) <= 0 || wc.status)
-			return fail("send completion", i);
+		if ((got = rdma_get_send_comp(id, &wc)) <= 0 || wc.status)
+			return comp_fail("send completion", i, got, wc);
 	}
-	if (rdma_get_recv_comp(id, &wc) <= 0 || wc.status)
-		return fail("recv completion", i);
+	if ((got = rdma_get_recv_comp(id, &wc)) <= 0 || wc.status)
+		return comp_fail("recv completion", i, got, wc);
 	if (wc.byte_len != kMsg || std::strncmp(rbuf, want.c_str(), kMsg)) {
 		std::fprintf(stderr, "cm_cycles: cycle %d: got '%.*s', want '%s'\n",
 			     i, (int)kMsg, rbuf, want.c_str());
@@ -84,8 +123,8 @@ int exchange(rdma_cm_id *id, bool client, int i, bool posted_recv,
 		std::snprintf(sbuf, kMsg, "%s", say.c_str());
 		if (rdma_post_send(id, nullptr, sbuf, kMsg, smr, 0))
 			return fail("rdma_post_send", i);
-		if (rdma_get_send_comp(id, &wc) <= 0 || wc.status)
-			return fail("send completion", i);
+		if ((got = rdma_get_send_comp(id, &wc)) <= 0 || wc.status)
+			return comp_fail("send completion", i, got, wc);
 	}
 	return 0;
 }
@@ -180,8 +219,9 @@ int client(const char *addr, const char *port, int n)
 			fail("rdma_post_recv", i);
 		else if (rdma_connect(id, nullptr))
 			fail("rdma_connect", i);
-		else if (!(err = exchange(id, true, i, true, rbuf, sbuf, rmr, smr)))
-			rdma_disconnect(id);
+		else
+			err = exchange(id, true, i, true, rbuf, sbuf, rmr, smr) ||
+			      wait_disconnect(id, i);
 		if (smr)
 			rdma_dereg_mr(smr);
 		if (rmr)
