@@ -9,16 +9,17 @@
 //   sroce_cm_cycles -c ADDR [-p PORT] [-n N]      client: connect N times
 //
 // Each cycle the client sends "cycle <i>" and the server answers
-// "ack <i>"; both check what they receive. The server disconnects once
-// its answer completed (was acknowledged), and the client waits for that
-// before it tears down: a client that went first could destroy its QP
-// while the server is still retransmitting an answer whose ACK was lost,
-// and fail a correct server on a lossy link. Prints
+// "ack <i>", the client a last "fin <i>"; both check what they receive.
+// The server disconnects on "fin", and the client waits for that before
+// it tears down (see client_exchange: on a lossy link, a side that went
+// first could destroy its QP while its peer still retransmits a message
+// whose ACK was lost, and fail a correct peer). Prints
 // "cm_cycles: N cycles, N messages checked" and exits 0 on success.
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -87,46 +88,68 @@ rdma_addrinfo *getinfo(const char *addr, const char *port, bool passive)
 void qp_attr(ibv_qp_init_attr *attr)
 {
 	std::memset(attr, 0, sizeof(*attr));
-	attr->cap.max_send_wr = attr->cap.max_recv_wr = 1;
+	attr->cap.max_send_wr = attr->cap.max_recv_wr = 2;
 	attr->cap.max_send_sge = attr->cap.max_recv_sge = 1;
 	attr->sq_sig_all = 1;
 	attr->qp_type = IBV_QPT_RC;
 }
 
-// One message each way on a connected id: @first is sent by the side
-// that speaks first, @second is what it expects back.
-int exchange(rdma_cm_id *id, bool client, int i, bool posted_recv,
-	     char *rbuf, char *sbuf, ibv_mr *rmr, ibv_mr *smr)
+int check_msg(const char *buf, uint32_t len, const std::string &want, int i)
+{
+	if (len == kMsg && !std::strncmp(buf, want.c_str(), kMsg))
+		return 0;
+	std::fprintf(stderr, "cm_cycles: cycle %d: got '%.*s' (%u bytes), want '%s'\n", i,
+		     (int)kMsg, buf, len, want.c_str());
+	return 1;
+}
+
+int send_msg(rdma_cm_id *id, char *sbuf, ibv_mr *smr, const std::string &say, int i)
+{
+	std::snprintf(sbuf, kMsg, "%s", say.c_str());
+	if (rdma_post_send(id, nullptr, sbuf, kMsg, smr, 0))
+		return fail("rdma_post_send", i);
+	return 0;
+}
+
+int send_done(rdma_cm_id *id, int i)
 {
 	ibv_wc wc;
-	int got;
-	std::string want = (client ? "ack " : "cycle ") + std::to_string(i);
-	std::string say = (client ? "cycle " : "ack ") + std::to_string(i);
+	int got = rdma_get_send_comp(id, &wc);
+	return got <= 0 || wc.status ? comp_fail("send completion", i, got, wc) : 0;
+}
 
-	if (!posted_recv && rdma_post_recv(id, nullptr, rbuf, kMsg, rmr))
-		return fail("rdma_post_recv", i);
-	if (client) {
-		std::snprintf(sbuf, kMsg, "%s", say.c_str());
-		if (rdma_post_send(id, nullptr, sbuf, kMsg, smr, 0))
-			return fail("rdma_post_send", i);
-		if ((got = rdma_get_send_comp(id, &wc)) <= 0 || wc.status)
-			return comp_fail("send completion", i, got, wc);
-	}
-	if ((got = rdma_get_recv_comp(id, &wc)) <= 0 || wc.status)
+int recv_done(rdma_cm_id *id, const char *buf, const std::string &want, int i)
+{
+	ibv_wc wc;
+	int got = rdma_get_recv_comp(id, &wc);
+	if (got <= 0 || wc.status)
 		return comp_fail("recv completion", i, got, wc);
-	if (wc.byte_len != kMsg || std::strncmp(rbuf, want.c_str(), kMsg)) {
-		std::fprintf(stderr, "cm_cycles: cycle %d: got '%.*s', want '%s'\n",
-			     i, (int)kMsg, rbuf, want.c_str());
-		return 1;
-	}
-	if (!client) {
-		std::snprintf(sbuf, kMsg, "%s", say.c_str());
-		if (rdma_post_send(id, nullptr, sbuf, kMsg, smr, 0))
-			return fail("rdma_post_send", i);
-		if ((got = rdma_get_send_comp(id, &wc)) <= 0 || wc.status)
-			return comp_fail("send completion", i, got, wc);
-	}
-	return 0;
+	return check_msg(buf, wc.byte_len, want, i);
+}
+
+// The messages of cycle @i on a connected id. Every RC send must be
+// acknowledged before its QP goes, and the last one's ACK can always be
+// lost after its receiver is done; so the client sends a last "fin"
+// whose completion nobody waits for, and the server, which has waited
+// for everything else, ends the connection (rdma_disconnect) on it:
+//   client: "cycle i" (completes) -> receives "ack i" -> "fin i" ->
+//           waits for the server's disconnect
+//   server: receives "cycle i" -> "ack i" (completes) -> receives
+//           "fin i" -> disconnects
+int client_exchange(rdma_cm_id *id, int i, char *rbuf, char *sbuf, ibv_mr *smr)
+{
+	std::string n = std::to_string(i);
+	return send_msg(id, sbuf, smr, "cycle " + n, i) || send_done(id, i) ||
+	       recv_done(id, rbuf, "ack " + n, i) ||
+	       send_msg(id, sbuf + kMsg, smr, "fin " + n, i) || wait_disconnect(id, i);
+}
+
+int server_exchange(rdma_cm_id *id, int i, char *rbuf, char *sbuf, ibv_mr *smr)
+{
+	std::string n = std::to_string(i);
+	return recv_done(id, rbuf, "cycle " + n, i) ||
+	       send_msg(id, sbuf, smr, "ack " + n, i) || send_done(id, i) ||
+	       recv_done(id, rbuf + kMsg, "fin " + n, i);
 }
 
 int server(const char *addr, const char *port, int n)
@@ -152,7 +175,7 @@ int server(const char *addr, const char *port, int n)
 	std::printf("cm_cycles: listening\n");
 	std::fflush(stdout);
 	for (i = 0; i < n; i++) {
-		char rbuf[kMsg] = {}, sbuf[kMsg] = {};
+		char rbuf[2 * kMsg] = {}, sbuf[2 * kMsg] = {};
 		ibv_mr *rmr = nullptr, *smr = nullptr;
 		int err = 1;
 
@@ -166,15 +189,16 @@ int server(const char *addr, const char *port, int n)
 			rdma_destroy_ep(id);
 			goto out;
 		}
-		rmr = rdma_reg_msgs(id, rbuf, kMsg);
-		smr = rdma_reg_msgs(id, sbuf, kMsg);
+		rmr = rdma_reg_msgs(id, rbuf, sizeof(rbuf));
+		smr = rdma_reg_msgs(id, sbuf, sizeof(sbuf));
 		if (!rmr || !smr)
 			fail("rdma_reg_msgs", i);
-		else if (rdma_post_recv(id, nullptr, rbuf, kMsg, rmr))
+		else if (rdma_post_recv(id, nullptr, rbuf, kMsg, rmr) ||
+			 rdma_post_recv(id, nullptr, rbuf + kMsg, kMsg, rmr))
 			fail("rdma_post_recv", i);
 		else if (rdma_accept(id, nullptr))
 			fail("rdma_accept", i);
-		else if (!(err = exchange(id, false, i, true, rbuf, sbuf, rmr, smr)))
+		else if (!(err = server_exchange(id, i, rbuf, sbuf, smr)))
 			rdma_disconnect(id);
 		if (smr)
 			rdma_dereg_mr(smr);
@@ -197,7 +221,7 @@ int client(const char *addr, const char *port, int n)
 
 	for (i = 0; i < n; i++) {
 		rdma_addrinfo *res = getinfo(addr, port, false);
-		char rbuf[kMsg] = {}, sbuf[kMsg] = {};
+		char rbuf[kMsg] = {}, sbuf[2 * kMsg] = {};
 		ibv_mr *rmr = nullptr, *smr = nullptr;
 		ibv_qp_init_attr attr;
 		rdma_cm_id *id;
@@ -211,8 +235,8 @@ int client(const char *addr, const char *port, int n)
 			return fail("rdma_create_ep", i);
 		}
 		rdma_freeaddrinfo(res);
-		rmr = rdma_reg_msgs(id, rbuf, kMsg);
-		smr = rdma_reg_msgs(id, sbuf, kMsg);
+		rmr = rdma_reg_msgs(id, rbuf, sizeof(rbuf));
+		smr = rdma_reg_msgs(id, sbuf, sizeof(sbuf));
 		if (!rmr || !smr)
 			fail("rdma_reg_msgs", i);
 		else if (rdma_post_recv(id, nullptr, rbuf, kMsg, rmr))
@@ -220,8 +244,7 @@ int client(const char *addr, const char *port, int n)
 		else if (rdma_connect(id, nullptr))
 			fail("rdma_connect", i);
 		else
-			err = exchange(id, true, i, true, rbuf, sbuf, rmr, smr) ||
-			      wait_disconnect(id, i);
+			err = client_exchange(id, i, rbuf, sbuf, smr);
 		if (smr)
 			rdma_dereg_mr(smr);
 		if (rmr)
