@@ -47,7 +47,7 @@ DESTDIR	?=
 
 .PHONY: all module provider tools ktest install install-module install-provider \
 	check check-host check-vm demo bench bench-tool deps stage clean clean-module \
-	debug-kernel debug-src debug-modules debug-vm check-debug clean-debug-kernel \
+	debug-kernel debug-src debug-modules debug-vm check-debug soak clean-debug-kernel \
 	fuzz-parse
 
 all: module provider tools ktest
@@ -147,6 +147,15 @@ debug-vm: debug-modules provider tools
 
 check-debug: debug-modules provider tools
 	tools/check --vm-only --debug-kernel
+
+# The soak (tests/vm/soak.sh): SOAK_MINUTES (default 30) of mixed traffic
+# at 1 % loss; on the debug kernel with kmemleak when it is built (make
+# debug-kernel), else on Debian's. Log: build/check/soak.log.
+SOAK_MINUTES ?= 30
+export SOAK_MINUTES
+soak: module provider tools stage
+	@if test -f $(DK)/krel; then $(MAKE) --no-print-directory debug-modules; fi
+	tools/soak
 
 # The debug kernel (an hour to build) survives "make clean"; the sroce
 # build against it does not.
