@@ -33,10 +33,12 @@ perf() {
 	sroce_pair nsB nsA 18515 \
 		"$t" -d sroce1 -x "$SROCE_GID_B" "$@" -- \
 		"$t" -d sroce0 -x "$SROCE_GID_A" "$@" 10.77.0.2 || return 1
-	# bytes, iterations, then figures: the first figure must be > 0.
+	# bytes, iterations, then figures, one of which must be > 0: the
+	# bandwidths (MB/s, two decimals) of 8-byte atomics on the debug
+	# kernel round to 0.00, where only the message rate shows.
 	row=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client")
 	echo "$t $*: $row"
-	[ -n "$row" ] && awk '{ exit !($3 > 0) }' <<<"$row"
+	[ -n "$row" ] && awk '{ for (i = 3; i <= NF; i++) if ($i > 0) exit 0; exit 1 }' <<<"$row"
 }
 
 bw_tests="ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw"
