@@ -52,7 +52,8 @@ perf() {
 		"$t" -d "$C_DEV" -x "$C_GID" "$@" "$S_IP" || return 1
 	row=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client")
 	echo "$t: $row"
-	[ -n "$row" ] && awk '{ exit !($3 > 0) }' <<<"$row"
+	# Any figure > 0: 8-byte atomics on the debug kernel show 0.00 MB/s.
+	[ -n "$row" ] && awk '{ for (i = 3; i <= NF; i++) if ($i > 0) exit 0; exit 1 }' <<<"$row"
 }
 
 tap_plan 26
