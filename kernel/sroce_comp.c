@@ -410,6 +410,17 @@ void sroce_comp_retrans_timer(struct timer_list *t)
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		return;
 	}
+	/*
+	 * The requester has not yet resent what the last timeout or NAK
+	 * asked for (its CPU was busy): a retry not yet made has not
+	 * failed, so it does not use up retry_cnt. Wait a timeout more.
+	 */
+	if (comp->rewind) {
+		sroce_comp_arm_timer(qp);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		sroce_task_run(&qp->req_task);
+		return;
+	}
 	if (comp->retry_left == 0) {
 		sroce_count(sdev, SROCE_CNT_RETRY_EXCEEDED, 1);
 		sroce_comp_fail(qp, comp->una, true, IB_WC_RETRY_EXC_ERR);
