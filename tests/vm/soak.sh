@@ -209,6 +209,7 @@ tap_check "perftest write/read/atomic: every run passed" worker_passed perf
 tap_check "both devices back to the MAD layer's own objects" back_to_mad
 tap_check "retransmissions counted (the loss was real)" \
 	sroce_counters_nonzero sroce0 retransmitted_packets
+tap_diag "$(slab_flat)"
 tap_check "unreclaimable slab flat (within ${SLAB_KB} KiB)" slab_flat
 if [ $kmemleak_on = 1 ]; then
 	tap_check "kmemleak: no leak after the soak" sroce_kmemleak_none
