@@ -12,8 +12,8 @@
 // QPs all receiving through one shared receive queue: QPS senders into one
 // receiver, the incast case; the SRQ has N buffers, default 4096, each
 // reposted once used: fewer than the client keeps in flight make RNR
-// NAKs and retries, and --stall N pauses the receiver 50 ms every N
-// messages to make sure of it).  They exchange QPN/PSN lists, GIDs and an rkey
+// NAKs and retries; --stall N makes sure of it: every N messages the
+// receiver stops until its device has sent an RNR NAK).  They exchange QPN/PSN lists, GIDs and an rkey
 // over TCP and connect QP i to QP i.  Then:
 //   1. on every QP the client writes one SIZE-byte block into slot i of the
 //      server's MR (RDMA WRITE) and sends MSGS messages (SEND); at most D
@@ -70,7 +70,7 @@ struct options {
 	uint32_t depth = 512;
 	bool srq = false;
 	uint32_t srq_depth = 4096; // at most this many SRQ buffers
-	uint32_t stall = 0;        // receiver: pause 50 ms every this many
+	uint32_t stall = 0;        // receiver: run dry every this many
 	int wait_s = 120;
 };
 
@@ -564,6 +564,34 @@ void send_all(uint32_t dir, bool with_write)
 		   (unsigned long long)total, with_write ? "WRITEs and SENDs" : "SENDs", n);
 }
 
+// The device's hw counter @name, or -1 (not an sroce device).
+long long hw_counter(const char *name)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 ibv_get_device_name(S.ctx->device), name);
+	FILE *f = fopen(path, "r");
+	long long v = -1;
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+// --stall: stop taking messages until this device has sent an RNR NAK
+// (its receive buffers ran out; at most 5 s, and 50 ms on a device
+// without that counter), however fast or slow the senders are.
+void stall_until_rnr()
+{
+	long long before = hw_counter("rnr_nak_sent");
+	double end = now_s() + (before < 0 ? 0.05 : 5.0);
+	do
+		usleep(10000);
+	while (now_s() < end && (before < 0 || hw_counter("rnr_nak_sent") <= before));
+}
+
 // Receives MSGS messages on every QP, each checked; reposts SRQ buffers.
 void recv_all(uint32_t dir)
 {
@@ -599,7 +627,7 @@ void recv_all(uint32_t dir)
 		// buffers run out while the senders keep going.
 		if (S.o.stall && got &&
 		    (got_total + got) / S.o.stall != got_total / S.o.stall)
-			usleep(50000);
+			stall_until_rnr();
 		got_total += got;
 		if (got)
 			deadline = now_s() + S.o.wait_s;

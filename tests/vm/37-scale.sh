@@ -11,7 +11,7 @@
 #    from one SRQ of 4,096 buffers, 256 messages of 1 KiB per QP (16,384,
 #    so every SRQ buffer is reposted four times), each checked; and again
 #    with an SRQ of only 128 buffers for 1,024 messages in flight and a
-#    receiver that pauses 50 ms every 2,000 messages: it runs dry, the senders get RNR NAKs and retry, nothing lost.
+#    receiver that stops every 2,000 messages until it has run dry, the senders get RNR NAKs and retry, nothing lost.
 # The debug kernel (KASAN) runs 1,024 QPs: the same code paths, a quarter
 # of the time.
 set -uo pipefail
