@@ -71,7 +71,8 @@ worker() {
 }
 
 incast_run() {
-	local p=$((18640 + RANDOM % 50))
+	# Ports: integrity 18630, incast 18640, perftest 18650, rdma_cm 7490.
+	local p=18640
 	SROCE_PAIR_DIR=$DIR/incast-pair SROCE_PAIR_TMO=600 sroce_pair nsB nsA "$p" \
 		"$SROCE_BIN/sroce_scale" -s -d sroce1 -g "$SROCE_GID_B" -p "$p" --srq -w 120 -- \
 		"$SROCE_BIN/sroce_scale" -c 10.77.0.2 -d sroce0 -g "$SROCE_GID_A" -p "$p" \
