@@ -17,7 +17,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-tap_plan 13
+debug=0
+[[ $(uname -r) == *-sroce-debug ]] && debug=1
+tap_plan $((13 + debug))
+
+# The debug kernel turns lockdep off for good at the first report of any
+# kind (even one from early boot): a run without it checks no locking.
+if ((debug)); then
+	tap_check "debug kernel: lockdep is on (debug_locks 1)" \
+		grep -Eq '^ *debug_locks: +1$' /proc/lockdep_stats
+fi
 
 tap_eq "runs as root" "$(id -u)" 0
 tap_eq "kernel is $expected_kver" "$(uname -r)" "$expected_kver"
