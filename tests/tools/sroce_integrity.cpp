@@ -863,17 +863,6 @@ void open_dev()
 		fatal("-m %u is larger than port %d's active MTU %u", S.o.mtu, S.o.ib_port, active);
 }
 
-ibv_mtu mtu_enum(uint32_t bytes)
-{
-	switch (bytes) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	default: return IBV_MTU_4096;
-	}
-}
-
 void *alloc_pages(uint64_t len)
 {
 	void *p = nullptr;

@@ -399,17 +399,6 @@ void create_resources()
 		   srq ? " on one SRQ" : "", S.recv_slots, now_s() - t0);
 }
 
-ibv_mtu mtu_enum(uint32_t bytes)
-{
-	switch (bytes) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	default: return IBV_MTU_4096;
-	}
-}
-
 void connect_qps()
 {
 	double t0 = now_s();

@@ -3,6 +3,7 @@
 // Small libibverbs helpers shared by the test tools.
 #pragma once
 
+#include <stdint.h>
 #include <string.h>
 
 #include <infiniband/verbs.h>
@@ -20,4 +21,16 @@ inline ibv_context *open_device_by_name(const char *name)
 	if (list)
 		ibv_free_device_list(list);
 	return ctx;
+}
+
+// A path MTU in bytes as the verbs' enum (4096 for anything larger).
+inline ibv_mtu mtu_enum(uint32_t bytes)
+{
+	switch (bytes) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	default: return IBV_MTU_4096;
+	}
 }

@@ -64,16 +64,6 @@ peak_seen() {
 	[ "$pa" = $((NQP + 1)) ] && [ "$pb" = $((NQP + 1)) ]
 }
 
-back_to_mad() {
-	local d r rc=0
-	for d in sroce0 sroce1; do
-		r=$(sroce_resources $d)
-		echo "$r"
-		[ "$r" = "${SROCE_MAD_OBJECTS/sroce0/$d}" ] || rc=1
-	done
-	return $rc
-}
-
 tap_plan 7
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 echo "0 0" >"$PEAK_FILE"
@@ -84,10 +74,10 @@ tap_check "$NQP RC QPs a side: WRITE + 4 SENDs each way on every QP, all checked
 kill $WPID
 wait $WPID 2>/dev/null
 tap_check "rdma resource counted all $NQP QPs on each device" peak_seen
-tap_check "... and none after: both back to the MAD layer's own objects" back_to_mad
+tap_check "... and none after: both back to the MAD layer's own objects" sroce_only_mad_objects sroce0 sroce1
 tap_check "incast: 64 QPs into one SRQ, 256 x 1 KiB each (16,384 messages)" \
 	scale --srq -- -n 64 -k 256 --size 1024 --depth 1024
-tap_check "... both back to the MAD layer's own objects" back_to_mad
+tap_check "... both back to the MAD layer's own objects" sroce_only_mad_objects sroce0 sroce1
 rnr0=$(sroce_counter sroce0 rnr_nak_received)
 tap_check "incast into an SRQ of 128 buffers: 16,384 messages, all checked" \
 	scale --srq --srq-depth 128 --stall 2000 -- -n 64 -k 256 --size 1024 --depth 1024

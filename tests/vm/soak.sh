@@ -150,16 +150,6 @@ integrity_passed() {
 		"$DIR/integrity-pair/server"
 }
 
-back_to_mad() {
-	local d r rc=0
-	for d in sroce0 sroce1; do
-		r=$(sroce_resources $d)
-		echo "$r"
-		[ "$r" = "${SROCE_MAD_OBJECTS/sroce0/$d}" ] || rc=1
-	done
-	return $rc
-}
-
 tap_plan 9
 sroce_two_devices 1500 || tap_bail "set-up"
 tc -n nsA qdisc replace dev vethA root netem loss 1% &&
@@ -207,7 +197,7 @@ tap_check "... and both sides report 0 errors" integrity_passed
 tap_check "incast ($INCAST_QPS QPs into one SRQ): every run passed" worker_passed incast
 tap_check "rdma_cm cycles: every run passed" worker_passed cm
 tap_check "perftest write/read/atomic: every run passed" worker_passed perf
-tap_check "both devices back to the MAD layer's own objects" back_to_mad
+tap_check "both devices back to the MAD layer's own objects" sroce_only_mad_objects sroce0 sroce1
 tap_check "retransmissions counted (the loss was real)" \
 	sroce_counters_nonzero sroce0 retransmitted_packets
 tap_diag "$(slab_flat)"

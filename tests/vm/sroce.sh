@@ -116,6 +116,18 @@ sroce_resources() {
 	rdma resource show | awk -v d="$1:" '$2 == d {$1 = ""; print substr($0, 2)}'
 }
 
+# sroce_only_mad_objects DEV...: each device holds only the MAD layer's
+# own objects (prints what each holds).
+sroce_only_mad_objects() {
+	local d r rc=0
+	for d in "$@"; do
+		r=$(sroce_resources "$d")
+		echo "$r"
+		[ "$r" = "${SROCE_MAD_OBJECTS/sroce0/$d}" ] || rc=1
+	done
+	return $rc
+}
+
 # The one-device set-up of the verbs tests: namespaces nsA/nsB joined by
 # a veth pair, sroce loaded, sroce0 on vethA; SROCE_GID is the index of
 # its RoCE v2 GID for 10.77.0.1.
