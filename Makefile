@@ -112,9 +112,9 @@ demo: all stage
 bench: module provider stage bench-tool
 	tools/bench/bench $(BENCH_ARGS)
 
-bench-tool: $(BUILD)/bench/sroce_memcpy
+bench-tool: $(BUILD)/bench/sroce_memcpy $(BUILD)/bench/sroce_crc
 
-$(BUILD)/bench/sroce_memcpy: tools/bench/memcpy.cpp
+$(BUILD)/bench/sroce_%: tools/bench/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -Wall -Wextra -o $@ $<
 

@@ -14,6 +14,8 @@
 #          delivering locally (the "local" table is looked up after those
 #          rules; accept_local, no rp_filter, static neighbours)
 #   memcpy one thread, 64 MiB buffers (build/bench/sroce_memcpy)
+#   crc    CRC-32 per byte three ways, and memcpy, over packet-sized
+#          buffers (build/bench/sroce_crc): the ICRC's share of the cost
 #
 # Each round runs every transport back to back. Each run leaves one file
 # in OUT/raw: "# key=value" header lines (what ran, /proc/stat and device
@@ -21,6 +23,12 @@
 # passes or fails: a run that fails is recorded (rc=) and the next one runs.
 #
 #   guest.sh --out DIR [--rounds N] [--mtus "1500 9000"] [--quick]
+#   guest.sh --out DIR --profile "TEST SIZE QPS" [--mtus 1500]
+#
+# --profile: one run of TEST (a perftest, e.g. ib_write_bw 65536 1) on
+# sroce and on rxe, and iperf3, at the first MTU, each under "perf record
+# -a -g" (cpu-clock: TCG has no PMU); OUT/profile/TRANSPORT-mMTU.txt gets
+# the flat profile (by symbol and by module) and the top call chains.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -33,9 +41,11 @@ out=$repo/build/bench
 rounds=3
 mtus="1500 9000"
 quick=0
+profile=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
+	--profile) profile=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--mtus) mtus=$2; shift 2 ;;
 	--quick) quick=1; shift ;;
@@ -64,6 +74,39 @@ export SROCE_PAIR_DIR=/tmp/bench-pair SROCE_PAIR_TMO=90
 ncpu=$(nproc)
 
 log() { echo "bench: $*"; }
+
+# ---- profiles (--profile) -----------------------------------------------
+
+# profile_start NAME: sample every CPU for the next DUR + 1 seconds.
+profile_start() {
+	[ -n "$profile" ] || return 0
+	mkdir -p "$out/profile"
+	PROFILE_DATA=$out/profile/$1.data
+	perf record -q -a -g -e cpu-clock -F 499 -o "$PROFILE_DATA" \
+		-- sleep $((dur + 1)) >/dev/null 2>&1 &
+	PROFILE_PID=$!
+}
+
+# profile_end NAME: wait for the sampler and write OUT/profile/NAME.txt.
+profile_end() {
+	[ -n "$profile" ] || return 0
+	local txt=$out/profile/$1.txt
+	wait "$PROFILE_PID"
+	{
+		echo "== $1: $profile, $(uname -r), flat profile by symbol (self time)"
+		perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
+			--sort sym --percent-limit 0.4 2>/dev/null | grep -v '^#' | grep -v '^$'
+		echo "== $1: by module"
+		perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
+			--sort dso --percent-limit 0.4 2>/dev/null | grep -v '^#' | grep -v '^$'
+		echo "== $1: call chains of the top symbols (callers)"
+		perf report -i "$PROFILE_DATA" --stdio --no-children \
+			-g caller,0.5,callee,function,percent --percent-limit 2 \
+			--sort sym 2>/dev/null | grep -v '^#' | grep -v '^$' | head -400
+	} >"$txt"
+	rm -f "$PROFILE_DATA"
+	log "profile of $1: $txt"
+}
 
 # ---- topology -----------------------------------------------------------
 
@@ -179,10 +222,12 @@ perf() {
 		size="$size" qps="$q" duration="$dur" margin="$margin" ncpu="$ncpu" \
 		"args=${args[*]}" "stat0=$(procstat)" "counters0=$(counters)" \
 		"t0=$EPOCHREALTIME"
+	profile_start "$tr-m$mtu"
 	sroce_pair "$NS_B" "$NS_A" 18515 \
 		"$t" -d "$DEV_B" -x "$GID_B" "${args[@]}" -- \
 		"$t" -d "$DEV_A" -x "$GID_A" "${args[@]}" "$IP_B" >/dev/null
 	rc=$?
+	profile_end "$tr-m$mtu"
 	{
 		echo "# t1=$EPOCHREALTIME"
 		echo "# stat1=$(procstat)"
@@ -208,9 +253,11 @@ tcp() {
 	spid=$!
 	vm_wait_listen -n nsB 5201 30
 	# One stream; the first second (slow start) is left out.
+	profile_start "tcp-m$mtu"
 	ip netns exec nsA timeout 60 iperf3 -c "$IP_B" -p 5201 -t "$dur" -O 1 -J \
 		>"$SROCE_PAIR_DIR/iperf3" 2>&1
 	rc=$?
+	profile_end "tcp-m$mtu"
 	wait "$spid"
 	{
 		echo "# t1=$EPOCHREALTIME"
@@ -229,11 +276,24 @@ memcpy_run() {
 	rc=$?
 	echo "# rc=$rc" >>"$f"
 	log "memcpy round $r: rc $rc $(grep -E '^memcpy' "$f")"
+	crc_run "$r"
+}
+
+# What the ICRC's CRC-32 costs per byte here, three ways, beside memcpy.
+crc_run() {
+	local f=$raw/crc-r$1.log
+	"$repo/build/bench/sroce_crc" 1 1024 4096 >"$f" 2>&1
+	log "crc round $1: rc $? $(tr '\n' ';' <"$f")"
 }
 
 # Every perftest run of one transport, as set up in DEV_*/NS_*/GID_*.
 perftests() {
 	local tr=$1 mtu=$2 r=$3 t s q
+	if [ -n "$profile" ]; then
+		# shellcheck disable=SC2086 # "TEST SIZE QPS"
+		perf "$tr" "$mtu" "$r" $profile
+		return
+	fi
 	for t in ib_send_bw ib_write_bw ib_read_bw; do
 		for s in $bw_sizes; do perf "$tr" "$mtu" "$r" "$t" "$s" 1; done
 	done
@@ -246,6 +306,13 @@ perftests() {
 
 # ---- main ---------------------------------------------------------------
 
+if [ -n "$profile" ]; then
+	[[ $profile =~ ^ib_[a-z]+_(bw|lat)\ [0-9]+\ [0-9]+$ ]] ||
+		{ echo "guest.sh: --profile wants \"TEST SIZE QPS\"" >&2; exit 2; }
+	command -v perf >/dev/null || { echo "guest.sh: no perf (linux-perf)" >&2; exit 1; }
+	rounds=1 mtus=${mtus%% *}
+	rm -rf "$out/profile"
+fi
 sroce_reset
 policy_routing || { log "cannot set up policy routing"; exit 1; }
 log "rounds $rounds, MTUs $mtus, sizes $bw_sizes / $lat_sizes, duration ${dur}s, $ncpu CPUs, $(uname -r)"
@@ -267,7 +334,11 @@ for mtu in $mtus; do
 			log "rxe set-up failed (mtu $mtu round $r)"
 		fi
 		rxe_down
-		[ "$mtu" != "${mtus%% *}" ] || memcpy_run "$r"
+		if [ -n "$profile" ]; then
+			crc_run "$r"
+		elif [ "$mtu" = "${mtus%% *}" ]; then
+			memcpy_run "$r"
+		fi
 	done
 	ip link del vethA 2>/dev/null
 done

@@ -140,6 +140,48 @@ def parse_memcpy(text):
     return {'mibs': float(m.group(3)), 'bytes': int(m.group(1)), 'cpu': float(m.group(4))}
 
 
+CRC_LINE = re.compile(r'^crc: (\S+) +(\d+) B: +([\d.]+) MiB/s, +([\d.]+) ns per packet', re.M)
+
+
+def parse_crc(text):
+    """tools/bench/crc.cpp output -> {(method, size): MiB/s}."""
+    return {(m.group(1), int(m.group(2))): float(m.group(3)) for m in CRC_LINE.finditer(text)}
+
+
+def crc_table(raw_dir):
+    """The ICRC's cost beside memcpy's, median over the rounds' crc-r*.log."""
+    per = {}
+    for name in sorted(os.listdir(raw_dir)):
+        if name.startswith('crc-') and name.endswith('.log'):
+            with open(os.path.join(raw_dir, name), encoding='utf-8', errors='replace') as f:
+                for k, v in parse_crc(f.read()).items():
+                    per.setdefault(k, []).append(v)
+    if not per:
+        return ''
+    methods = [m for m in ('table', 'slice8', 'pclmul', 'memcpy') if any(k[0] == m for k in per)]
+    body = []
+    for size in sorted({k[1] for k in per}):
+        mem = summary(per.get(('memcpy', size), []))
+        row = [f'{size} B packets']
+        for m in methods:
+            r = summary(per.get((m, size), []))
+            if not r:
+                row.append('-')
+                continue
+            r['metric'] = 'MiB/s'
+            cell = spread(r)
+            if m != 'memcpy' and mem and mem['median']:
+                cell += f' ({r["median"] / mem["median"]:.2f}x)'
+            row.append(cell)
+        body.append(tuple(row))
+    out = render('Per-byte ceilings in the guest (MiB/s, one thread; x = of memcpy): CRC-32, '
+                 'which every packet pays twice (tools/bench/crc.cpp)',
+                 ('',) + tuple(methods), body)
+    out.append('slice8 is the kernel\'s crc32_le() (sroce), pclmul the crc32-pclmul crypto '
+               'driver ("crc32" shash).')
+    return '\n'.join(out) + '\n'
+
+
 def cpu_s_per_gb(util_fraction, ncpu, mibs):
     if util_fraction is None or not mibs:
         return None
@@ -526,6 +568,9 @@ def report(d, png=True):
         return 1
     write_csv(rows, os.path.join(d, 'results.csv'))
     text = table(rows, info)
+    crc = crc_table(os.path.join(d, 'raw'))
+    if crc:
+        text += '\n' + crc
     total, failed = run_status(os.path.join(d, 'raw'))
     text += f'{total} runs, {len(failed)} without a result (left out)' + (
         ': ' + ', '.join(failed) if failed else '') + '\n'
@@ -571,6 +616,9 @@ def self_test(samples):
     check('iperf3 JSON', ip and abs(ip['bps'] - 1.2e9) < 1e7 and ip['retransmits'] == 3)
     mc = parse_memcpy('memcpy: 3758096384 bytes in 2.010 s, 1783.1 MiB/s, CPU 2.001 s\n')
     check('memcpy line', mc and mc['mibs'] == 1783.1)
+    cr = parse_crc('crc: slice8   1024 B:   1538.6 MiB/s,       635 ns per packet\n'
+                   'crc: memcpy   4096 B:  98055.8 MiB/s,        40 ns per packet\n')
+    check('crc lines', cr == {('slice8', 1024): 1538.6, ('memcpy', 4096): 98055.8})
     h, m = measure(os.path.join(samples, 'raw', 'sroce-m1500-r1-ib_send_bw-s64-q1.txt'))
     check('raw header', h.get('transport') == 'sroce' and h.get('size') == '64')
     check('doorbells per message', abs(m.get('doorbells/msg', -1) - 208 / (0.015235e6 * 4)) < 1e-9)
