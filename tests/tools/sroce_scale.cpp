@@ -570,12 +570,13 @@ long long hw_counter(const char *name)
 }
 
 // --stall: stop taking messages until this device has sent an RNR NAK
-// (its receive buffers ran out; at most 5 s, and 50 ms on a device
-// without that counter), however fast or slow the senders are.
+// (its receive buffers ran out; at most 30 s, and 50 ms on a device
+// without that counter), however fast or slow the senders are: on the
+// debug kernel 64 senders may take several seconds to fill 128 buffers.
 void stall_until_rnr()
 {
 	long long before = hw_counter("rnr_nak_sent");
-	double end = now_s() + (before < 0 ? 0.05 : 5.0);
+	double end = now_s() + (before < 0 ? 0.05 : 30.0);
 	do
 		usleep(10000);
 	while (now_s() < end && (before < 0 || hw_counter("rnr_nak_sent") <= before));
