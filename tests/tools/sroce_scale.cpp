@@ -553,20 +553,26 @@ void send_all(uint32_t dir, bool with_write)
 		   (unsigned long long)total, with_write ? "WRITEs and SENDs" : "SENDs", n);
 }
 
-// The device's hw counter @name, or -1 (not an sroce device).
+// The device's hw counter @name, or -1 (not an sroce device). Inside
+// "ip netns exec" /sys is the namespace's own, where ib_core shows a
+// compat copy of the device without hw_counters: init's view of /sys
+// (through PID 1's root) has them.
 long long hw_counter(const char *name)
 {
-	char path[256];
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 ibv_get_device_name(S.ctx->device), name);
-	FILE *f = fopen(path, "r");
-	long long v = -1;
-	if (f) {
+	for (const char *root : {"", "/proc/1/root"}) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+			 root, ibv_get_device_name(S.ctx->device), name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		long long v = -1;
 		if (fscanf(f, "%lld", &v) != 1)
 			v = -1;
 		fclose(f);
+		return v;
 	}
-	return v;
+	return -1;
 }
 
 // --stall: stop taking messages until this device has sent an RNR NAK
