@@ -45,9 +45,11 @@ sroce_install() {
 	echo "driver $SROCE_PROVIDER" >/etc/libibverbs.d/sroce.driver
 }
 
+# SROCE_MODPARAMS: module parameters for the load (e.g. "tx_burst=1").
 sroce_load() {
 	sroce_install
-	modprobe sroce
+	# shellcheck disable=SC2086 # words on purpose
+	modprobe sroce ${SROCE_MODPARAMS:-}
 }
 
 # Remove every sroce device and the module; rxe too if loaded.

@@ -316,7 +316,7 @@ fi
 sroce_reset
 policy_routing || { log "cannot set up policy routing"; exit 1; }
 log "rounds $rounds, MTUs $mtus, sizes $bw_sizes / $lat_sizes, duration ${dur}s, $ncpu CPUs, $(uname -r)"
-echo "$(date -u +%FT%TZ) rounds=$rounds mtus=$mtus quick=$quick dur=$dur kernel=$(uname -r)" \
+echo "$(date -u +%FT%TZ) rounds=$rounds mtus=$mtus quick=$quick dur=$dur kernel=$(uname -r)${SROCE_MODPARAMS:+ sroce params: $SROCE_MODPARAMS}" \
 	>"$out/run-info.txt"
 for mtu in $mtus; do
 	veth_create "$mtu" || { log "cannot create the veth pair"; exit 1; }
