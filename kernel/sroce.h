@@ -87,6 +87,7 @@ enum sroce_counter {
 	SROCE_CNT_RESP_DROP,		/* stale or out-of-window responses */
 	SROCE_CNT_TX_LENT,		/* packets sent with lent MR pages */
 	SROCE_CNT_RX_DROP_SEQ,		/* requests beyond the expected PSN */
+	SROCE_CNT_TX_BURSTS,		/* GSO bursts of several packets */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -601,9 +602,24 @@ u32 sroce_icrc(struct sk_buff *skb, const void *l3, bool ipv6, const u8 *bth,
 /* sroce_net.c */
 struct sk_buff *sroce_skb_alloc(struct sroce_dev *sdev, unsigned int len);
 int sroce_skb_put_tail(struct sk_buff *skb, unsigned int pad);
+/*
+ * Packets of one sender (a QP's requester or responder pass) on their way
+ * out together: see sroce_net.c. Zeroed before its first use.
+ */
+struct sroce_tx_burst {
+	struct sk_buff *head;		/* the first packet, routed */
+	struct sk_buff *last;		/* the last one chained behind it */
+	struct sroce_dev *sdev;
+	unsigned int npkts;
+	unsigned int bytes;		/* from the BTHs on, for tx_bytes */
+	unsigned int seg_len;		/* UDP payload of the head */
+	bool ipv6;
+};
+
 int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		   struct dst_cache *cache, struct sk_buff *skb,
-		   unsigned int hdr_len, u16 sport);
+		   unsigned int hdr_len, u16 sport, struct sroce_tx_burst *b);
+void sroce_net_flush(struct sroce_tx_burst *b);
 int sroce_net_init(void);
 void sroce_net_exit(void);
 int sroce_net_attach(struct sroce_dev *sdev);

@@ -415,40 +415,24 @@ static int sroce_net_loopback(struct sroce_dev *sdev, const struct sroce_av *av,
 	return 0;
 }
 
-/**
- * sroce_net_xmit - put UDP and IP headers on a packet, seal it with its
- *	ICRC and send it
- * @sdev: the sending device
- * @av: where it goes
- * @cache: the route cache of the sender (a QP), or NULL
- * @skb: from sroce_skb_alloc(), transport headers, payload and pad
- *	written, room for the ICRC at its end (linear, or the tail fragment
- *	of sroce_skb_put_tail()); consumed
- * @hdr_len: bytes of transport headers
- * @sport: UDP source port (the flow's entropy)
- *
- * Return: 0 or a negative errno (the packet is gone either way: a lost
- * packet is the transport's to recover).
+/*
+ * Route @skb (transport headers, payload and pad from skb->data, room for
+ * the ICRC at its end), put UDP and IP headers on it and seal it with its
+ * ICRC. BHs off (the route cache is per CPU). On return skb->data is at
+ * the IP header and the packet carries its route.
  */
-int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
-		   struct dst_cache *cache, struct sk_buff *skb,
-		   unsigned int hdr_len, u16 sport)
+static int sroce_net_seal(struct sroce_dev *sdev, const struct sroce_av *av,
+			  struct dst_cache *cache, struct sk_buff *skb,
+			  unsigned int hdr_len, u16 sport)
 {
 	bool ipv6 = av->network_type == RDMA_NETWORK_IPV6;
-	unsigned int bytes = skb->len;
 	unsigned int l3_len, payload;
-	struct net *net = dev_net(sdev->ndev);
 	struct dst_entry *dst;
-	int err;
 
-	/* The route cache is per CPU, and the stack wants BHs off here. */
-	local_bh_disable();
 	dst = ipv6 ? sroce_route6(sdev, av, cache) :
 		     sroce_route4(sdev, av, cache);
-	if (IS_ERR(dst)) {
-		err = PTR_ERR(dst);
-		goto drop;
-	}
+	if (IS_ERR(dst))
+		return PTR_ERR(dst);
 
 	payload = skb->len - hdr_len - SROCE_ICRC_BYTES;
 	sroce_push_udp(skb, sport);
@@ -467,30 +451,183 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 				      l3_len + sizeof(struct udphdr) + hdr_len,
 				      payload),
 			   sroce_skb_icrc(skb));
+	return 0;
+}
 
-	if (dst->dev->flags & IFF_LOOPBACK) {
-		err = sroce_net_loopback(sdev, av, skb);
-		local_bh_enable();
-		return err;
-	}
+/* Hand sealed packets (one, or a burst) to the IP stack. BHs off. */
+static int sroce_net_send(struct sroce_dev *sdev, struct sk_buff *skb,
+			  bool ipv6, unsigned int npkts, unsigned int bytes)
+{
+	struct net *net = dev_net(sdev->ndev);
+	int err;
+
 	if (ipv6)
 		err = ip6_local_out(net, NULL, skb);
 	else
 		err = ip_local_out(net, NULL, skb);
 	err = net_xmit_eval(err);
 	if (err) {
-		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+		sroce_count(sdev, SROCE_CNT_TX_ERRORS, npkts);
 	} else {
-		sroce_count(sdev, SROCE_CNT_TX_PACKETS, 1);
+		sroce_count(sdev, SROCE_CNT_TX_PACKETS, npkts);
 		sroce_count(sdev, SROCE_CNT_TX_BYTES, bytes);
 	}
-	local_bh_enable();
 	return err;
+}
 
-drop:
-	sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+/*
+ * Bursts. The IP stack's cost is per packet (route, output, qdisc, the
+ * device, and on the receiving host the input path up to UDP); on a
+ * software path it dwarfs the copy and the CRC of a packet's payload. So,
+ * as TCP does with GSO, an engine that sends several packets of one QP
+ * in a row chains them behind the first and sends them as one
+ * "fraglist" UDP GSO packet: the stack walks its way once, and the
+ * packets are split apart where they must be — by the device if it can
+ * (veth hands the whole burst to its peer), by software GSO before a
+ * device that cannot, and by the receiving UDP socket otherwise.
+ *
+ * Each packet of a burst is an ordinary RoCEv2 packet, built and sealed
+ * as if sent alone: fraglist segmentation only hands each packet back its
+ * own IP and UDP lengths, which the ICRC covers, and keeps the IPv4 ID at
+ * 0 (SKB_GSO_TCP_FIXEDID: the ICRC covers the ID too, and DF is set). The
+ * first packet must be the largest (its UDP payload is the GSO size the
+ * stack checks against the MTU), and the total fits in 64 KiB.
+ */
+static unsigned int sroce_tx_burst_max = 32;
+module_param_named(tx_burst, sroce_tx_burst_max, uint, 0644);
+MODULE_PARM_DESC(tx_burst,
+		 "packets of one QP sent through the IP stack as one GSO burst (0 or 1: one at a time; default 32, at most 64)");
+
+#define SROCE_BURST_MAX_PKTS	64
+#define SROCE_BURST_MAX_BYTES	(60 * 1024)
+
+static unsigned int sroce_udp_payload(const struct sk_buff *skb)
+{
+	return skb->len - skb_transport_offset(skb) - sizeof(struct udphdr);
+}
+
+/* May @skb (sealed, data at its IP header) join @b behind its head? */
+static bool sroce_burst_fits(const struct sroce_tx_burst *b,
+			     const struct sk_buff *skb, bool ipv6)
+{
+	unsigned int max = min_t(unsigned int, READ_ONCE(sroce_tx_burst_max),
+				 SROCE_BURST_MAX_PKTS);
+
+	return b->npkts < max && b->ipv6 == ipv6 &&
+	       skb_dst(skb) == skb_dst(b->head) &&
+	       sroce_udp_payload(skb) <= b->seg_len &&
+	       b->head->len + sroce_udp_payload(skb) <= SROCE_BURST_MAX_BYTES;
+}
+
+static void sroce_burst_add(struct sroce_tx_burst *b, struct sk_buff *skb,
+			    bool ipv6, unsigned int bytes)
+{
+	struct sk_buff *head = b->head;
+
+	if (!head) {
+		b->head = skb;
+		b->last = NULL;
+		b->npkts = 1;
+		b->bytes = bytes;
+		b->ipv6 = ipv6;
+		b->seg_len = sroce_udp_payload(skb);
+		return;
+	}
+	/* Behind the head a packet is its UDP payload; its headers stay. */
+	skb_dst_drop(skb);
+	__skb_pull(skb, skb_transport_offset(skb) + sizeof(struct udphdr));
+	if (b->last)
+		b->last->next = skb;
+	else
+		skb_shinfo(head)->frag_list = skb;
+	b->last = skb;
+	head->len += skb->len;
+	head->data_len += skb->len;
+	head->truesize += skb->truesize;
+	b->npkts++;
+	b->bytes += bytes;
+}
+
+/**
+ * sroce_net_flush - send the packets a burst holds
+ * @b: the burst (may be empty); empty afterwards
+ */
+void sroce_net_flush(struct sroce_tx_burst *b)
+{
+	struct sk_buff *head = b->head;
+
+	if (!head)
+		return;
+	if (b->npkts > 1) {
+		struct skb_shared_info *sh = skb_shinfo(head);
+
+		/* The whole burst's length; each packet gets its own back. */
+		udp_hdr(head)->len = htons(head->len -
+					   skb_transport_offset(head));
+		sh->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
+		if (!b->ipv6)
+			sh->gso_type |= SKB_GSO_TCP_FIXEDID;
+		sh->gso_size = b->seg_len;
+		sh->gso_segs = b->npkts;
+		/* On output the same as CHECKSUM_NONE: nothing to sum. */
+		head->ip_summed = CHECKSUM_UNNECESSARY;
+		sroce_count(b->sdev, SROCE_CNT_TX_BURSTS, 1);
+	}
+	local_bh_disable();
+	sroce_net_send(b->sdev, head, b->ipv6, b->npkts, b->bytes);
 	local_bh_enable();
-	kfree_skb(skb);
+	b->head = NULL;
+	b->last = NULL;
+	b->npkts = 0;
+}
+
+/**
+ * sroce_net_xmit - seal a packet and send it, now or as part of a burst
+ * @sdev: the sending device
+ * @av: where it goes
+ * @cache: the route cache of the sender (a QP), or NULL
+ * @skb: from sroce_skb_alloc(), transport headers, payload and pad
+ *	written, room for the ICRC at its end (linear, or the tail fragment
+ *	of sroce_skb_put_tail()); consumed
+ * @hdr_len: bytes of transport headers
+ * @sport: UDP source port (the flow's entropy)
+ * @b: the sender's burst (every packet in it for the same @av and
+ *	@sdev), sent by sroce_net_flush(); NULL to send at once
+ *
+ * Return: 0 or a negative errno (the packet is gone either way: a lost
+ * packet is the transport's to recover).
+ */
+int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
+		   struct dst_cache *cache, struct sk_buff *skb,
+		   unsigned int hdr_len, u16 sport, struct sroce_tx_burst *b)
+{
+	bool ipv6 = av->network_type == RDMA_NETWORK_IPV6;
+	unsigned int bytes = skb->len;
+	int err;
+
+	local_bh_disable();
+	err = sroce_net_seal(sdev, av, cache, skb, hdr_len, sport);
+	if (err) {
+		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+		local_bh_enable();
+		kfree_skb(skb);
+		return err;
+	}
+	if (skb_dst(skb)->dev->flags & IFF_LOOPBACK) {
+		err = sroce_net_loopback(sdev, av, skb);
+	} else if (b && READ_ONCE(sroce_tx_burst_max) > 1) {
+		if (b->head && !sroce_burst_fits(b, skb, ipv6)) {
+			local_bh_enable();
+			sroce_net_flush(b);
+			local_bh_disable();
+		}
+		b->sdev = sdev;
+		sroce_burst_add(b, skb, ipv6, bytes);
+		err = 0;
+	} else {
+		err = sroce_net_send(sdev, skb, ipv6, 1, bytes);
+	}
+	local_bh_enable();
 	return err;
 }
 

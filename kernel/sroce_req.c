@@ -410,10 +410,13 @@ static struct sk_buff *sroce_req_build_copied(struct sroce_qp *qp,
 	return skb;
 }
 
-/* Build and send one packet of @wqe: @paylen bytes from @offset. */
+/*
+ * Build and send one packet of @wqe: @paylen bytes from @offset. RC and
+ * UC packets join the pass's @burst; UD's may each go somewhere else.
+ */
 static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 			  const struct sroce_av *av, struct sroce_pkt *pkt,
-			  u32 offset, u32 paylen)
+			  u32 offset, u32 paylen, struct sroce_tx_burst *burst)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	unsigned int hdr_len = sroce_opcode_table[pkt->opcode].hdr_len;
@@ -442,7 +445,7 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 	sport = ud ? rdma_get_udp_sport(av->flow_label, qp->qpn, pkt->dqpn) :
 		     qp->src_port;
 	sroce_net_xmit(sdev, av, ud ? NULL : &qp->dst_cache, skb, hdr_len,
-		       sport);
+		       sport, ud ? NULL : burst);
 	/* A packet lost on the way is the transport's to recover. */
 	return 0;
 }
@@ -608,7 +611,8 @@ static bool sroce_req_may_send(struct sroce_qp *qp,
 
 /* Send what the budget allows of the WQE at req->index. */
 static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
-					  u32 una, u32 rd_atomic)
+					  u32 una, u32 rd_atomic,
+					  struct sroce_tx_burst *burst)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_req *req = &qp->req;
@@ -656,8 +660,8 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
 			sroce_count(sdev, SROCE_CNT_RETRANSMIT_PACKETS, 1);
-		if (sroce_req_xmit(qp, wqe, &av, &pkt, req->offset, paylen) ==
-		    -EFAULT) {
+		if (sroce_req_xmit(qp, wqe, &av, &pkt, req->offset, paylen,
+				   burst) == -EFAULT) {
 			/* The local memory went away: fail in order. */
 			return sroce_req_fail(qp, m, IB_WC_LOC_PROT_ERR);
 		}
@@ -787,15 +791,10 @@ static int sroce_req_linger(struct sroce_qp *qp)
 	return 0;
 }
 
-/**
- * sroce_req_pass - one pass of the requester task
- * @task: the QP's req_task
- *
- * Return: true if it stopped on its budget with work left.
- */
-bool sroce_req_pass(struct sroce_task *task)
+/* One pass; the packets it sends wait in @burst (flushed by the caller). */
+static bool sroce_req_burst_pass(struct sroce_qp *qp,
+				 struct sroce_tx_burst *burst)
 {
-	struct sroce_qp *qp = container_of(task, struct sroce_qp, req_task);
 	struct sroce_req *req = &qp->req;
 	enum ib_qp_state state = sroce_qp_state(qp);
 	int budget = SROCE_REQ_BUDGET;
@@ -812,8 +811,11 @@ bool sroce_req_pass(struct sroce_task *task)
 		if (req->index == req->fetched) {
 			int n = sroce_req_fetch(qp);
 
-			if (!n)
+			if (!n) {
+				/* Nothing waits unsent while the SQ is polled. */
+				sroce_net_flush(burst);
 				n = sroce_req_linger(qp);
+			}
 			if (!n)
 				n = sroce_req_idle(qp);
 			if (n <= 0)
@@ -824,7 +826,7 @@ bool sroce_req_pass(struct sroce_task *task)
 		if (state == IB_QPS_SQD && req->offset == 0 &&
 		    req->index == req->sent)
 			return false;
-		step = sroce_req_step(qp, &budget, una, rd_atomic);
+		step = sroce_req_step(qp, &budget, una, rd_atomic, burst);
 		if (step == SROCE_REQ_FAILED) {
 			sroce_qp_error(qp, false);
 			return false;
@@ -833,6 +835,23 @@ bool sroce_req_pass(struct sroce_task *task)
 			return step == SROCE_REQ_WAIT && budget <= 0;
 	}
 	return budget <= 0;
+}
+
+/**
+ * sroce_req_pass - one pass of the requester task
+ * @task: the QP's req_task
+ *
+ * Return: true if it stopped on its budget with work left.
+ */
+bool sroce_req_pass(struct sroce_task *task)
+{
+	struct sroce_qp *qp = container_of(task, struct sroce_qp, req_task);
+	struct sroce_tx_burst burst = {};
+	bool more;
+
+	more = sroce_req_burst_pass(qp, &burst);
+	sroce_net_flush(&burst);
+	return more;
 }
 
 /* Every WQE the SQ holds has been sent (or failed). */

@@ -947,6 +947,7 @@ bool sroce_resp_tx_pass(struct sroce_task *task)
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_resp *resp = &qp->resp;
 	int budget = SROCE_RESP_TX_BUDGET;
+	struct sroce_tx_burst burst = {};
 
 	spin_lock_bh(&qp->resp_lock);
 	while (resp->tx_head != resp->tx_tail && budget > 0) {
@@ -965,10 +966,11 @@ bool sroce_resp_tx_pass(struct sroce_task *task)
 		av = qp->attr.av;
 		spin_unlock_bh(&qp->resp_lock);
 		sroce_net_xmit(sdev, &av, &qp->dst_cache, skb, hdr_len,
-			       qp->src_port);
+			       qp->src_port, &burst);
 		budget--;
 		spin_lock_bh(&qp->resp_lock);
 	}
 	spin_unlock_bh(&qp->resp_lock);
+	sroce_net_flush(&burst);
 	return budget <= 0;
 }

@@ -5,7 +5,8 @@
 # tests/tools/sroce_integrity: SEND, SEND with immediate, WRITE, WRITE
 # with immediate and READ from 0 B to 8 MiB, odd sizes and offsets,
 # multi-SGE, every byte and every completion checked; at path MTU 1024
-# and 4096; then over a lossy link (netem loss 5%, reorder 25%,
+# and 4096, over IPv4 and IPv6, with packets sent in GSO bursts (and
+# without: tx_burst=1); then over a lossy link (netem loss 5%, reorder 25%,
 # duplicate 2%, and again with corrupt 1%), where every byte must still
 # be right, nothing complete twice, and the retransmission and ICRC
 # counters must show the recovery.
@@ -19,11 +20,12 @@ trap sroce_reset EXIT
 
 BIN=$SROCE_BIN/sroce_integrity
 
-# integrity [CLIENT_ARGS...]: sroce1 serves, sroce0 drives.
+# integrity [CLIENT_ARGS...]: sroce1 serves, sroce0 drives (GID indexes
+# GID_A and GID_B, by default the IPv4 ones).
 integrity() {
 	sroce_pair nsB nsA 18525 \
-		"$BIN" -s -d sroce1 -g "$SROCE_GID_B" -w 60 -- \
-		"$BIN" -c 10.77.0.2 -d sroce0 -g "$SROCE_GID_A" -w 60 "$@" ||
+		"$BIN" -s -d sroce1 -g "${GID_B:-$SROCE_GID_B}" -w 60 -- \
+		"$BIN" -c 10.77.0.2 -d sroce0 -g "${GID_A:-$SROCE_GID_A}" -w 60 "$@" ||
 		return 1
 	tail -n 3 "$SROCE_PAIR_DIR/client"
 	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
@@ -37,9 +39,31 @@ netem() {
 	tc -n nsB qdisc replace dev vethB root netem "$@"
 }
 
-zc_param=/sys/module/sroce/parameters/zero_copy_tx
+# Every packet one device sent, the other received (a clean link: a
+# packet the stack could not take counts as tx_errors, not tx_packets).
+all_arrived() {
+	local a b
+	for a in sroce0 sroce1; do
+		b=sroce1
+		[ $a = sroce1 ] && b=sroce0
+		echo "$a tx_packets $(sroce_counter $a tx_packets), $b rx_packets $(sroce_counter $b rx_packets)"
+		[ "$(sroce_counter $a tx_packets)" = "$(sroce_counter $b rx_packets)" ] || return 1
+	done
+}
 
-tap_plan 11
+no_bursts() {
+	local d v
+	for d in sroce0 sroce1; do
+		v=$(sroce_counter $d tx_bursts)
+		echo "$d tx_bursts $v"
+		[ "$v" = 0 ] || return 1
+	done
+}
+
+zc_param=/sys/module/sroce/parameters/zero_copy_tx
+burst_param=/sys/module/sroce/parameters/tx_burst
+
+tap_plan 19
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 tap_check "all ops, 0 B..8 MiB, path MTU 1024" integrity
 # sroce0 sends SEND/WRITE data, sroce1 READ responses: both lend pages.
@@ -47,6 +71,17 @@ tap_check "payloads went out zero-copy (both directions)" \
 	sroce_counters_nonzero sroce0 tx_zero_copy_packets
 tap_check "... READ responses too" \
 	sroce_counters_nonzero sroce1 tx_zero_copy_packets
+# Requests one way, READ responses the other: both send bursts.
+tap_check "packets went out in GSO bursts (both directions)" \
+	sroce_counters_nonzero sroce0 tx_bursts
+tap_check "... READ responses too" sroce_counters_nonzero sroce1 tx_bursts
+tap_check "... and every packet sent arrived" all_arrived
+sroce_reset
+sroce_two_devices 1500 || tap_bail "set-up at MTU 1500, one packet at a time"
+echo 1 >"$burst_param"
+tap_check "tx_burst=1: all ops, every byte right" integrity --quick
+echo 32 >"$burst_param"
+tap_check "... and no packet went out in a burst" no_bursts
 sroce_reset
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500, copying"
 echo 0 >"$zc_param"
@@ -60,6 +95,17 @@ tap_check "... and nothing was lent" bash -c \
 sroce_reset
 sroce_two_devices 9000 || tap_bail "set-up at MTU 9000"
 tap_check "all ops, 0 B..8 MiB, path MTU 4096" integrity -m 4096
+
+sroce_reset
+sroce_two_devices 1500 || tap_bail "set-up for IPv6"
+GID_A=$(sroce_wait_gid sroce0 fd77:0000:0000:0000:0000:0000:0000:0001) &&
+GID_B=$(sroce_wait_gid sroce1 fd77:0000:0000:0000:0000:0000:0000:0002) ||
+	tap_bail "the IPv6 GIDs"
+tap_check "over IPv6 (GIDs $GID_A, $GID_B): all ops, every byte right" \
+	integrity --quick
+tap_check "... in GSO bursts" sroce_counters_nonzero sroce0 tx_bursts
+tap_check "... and every packet sent arrived" all_arrived
+unset GID_A GID_B
 
 sroce_reset
 sroce_two_devices 1500 || tap_bail "set-up for netem"
