@@ -82,7 +82,7 @@ profile_start() {
 	[ -n "$profile" ] || return 0
 	mkdir -p "$out/profile"
 	PROFILE_DATA=$out/profile/$1.data
-	perf record -q -a -g -e cpu-clock -F 499 -o "$PROFILE_DATA" \
+	command perf record -q -a -g -e cpu-clock -F 499 -o "$PROFILE_DATA" \
 		-- sleep $((dur + 1)) >/dev/null 2>&1 &
 	PROFILE_PID=$!
 }
@@ -94,13 +94,13 @@ profile_end() {
 	wait "$PROFILE_PID"
 	{
 		echo "== $1: $profile, $(uname -r), flat profile by symbol (self time)"
-		perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
+		command perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
 			--sort sym --percent-limit 0.4 2>/dev/null | grep -v '^#' | grep -v '^$'
 		echo "== $1: by module"
-		perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
+		command perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
 			--sort dso --percent-limit 0.4 2>/dev/null | grep -v '^#' | grep -v '^$'
 		echo "== $1: call chains of the top symbols (callers)"
-		perf report -i "$PROFILE_DATA" --stdio --no-children \
+		command perf report -i "$PROFILE_DATA" --stdio --no-children \
 			-g caller,0.5,callee,function,percent --percent-limit 2 \
 			--sort sym 2>/dev/null | grep -v '^#' | grep -v '^$' | head -400
 	} >"$txt"
