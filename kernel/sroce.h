@@ -130,7 +130,9 @@ struct sroce_dev {
 	u32 ah_next;
 	struct xarray key_xa;		/* key >> 8 -> sroce_mr (RCU readers) */
 	u32 key_next;
+	u32 mw_key_next;		/* windows: above SROCE_MAX_MR */
 	atomic_t key_gen;		/* variant byte of the next key */
+	spinlock_t mw_lock;		/* window state (sroce_mw.c) */
 
 	/* Multicast groups and their QPs (see sroce_mcast.c). */
 	struct mutex mcast_lock;
@@ -190,6 +192,7 @@ enum sroce_mr_type {
 	SROCE_MR_USER,			/* pinned user pages */
 	SROCE_MR_DMA,			/* all kernel memory (get_dma_mr) */
 	SROCE_MR_FAST,			/* fast registration (alloc_mr) */
+	SROCE_MR_WINDOW,		/* a memory window's key (sroce_mw.c) */
 };
 
 /*
@@ -227,6 +230,16 @@ struct sroce_mr {
 	 */
 	u32 key;
 	bool valid;
+	/*
+	 * Memory windows, under sdev->mw_lock (see sroce_mw.c). A WINDOW
+	 * names [iova, iova + length) of @parent, which it holds a reference
+	 * on while bound; an MR counts the windows bound to it and cannot be
+	 * deregistered while any are.
+	 */
+	struct sroce_mr *parent;	/* WINDOW: the MR it is bound to */
+	u32 bound_qpn;			/* WINDOW type 2: the QP it is bound to */
+	u8 mw_type;			/* WINDOW: IB_MW_TYPE_1 or _2 */
+	u32 nwindows;			/* USER/FAST: windows bound to it */
 	refcount_t ref;			/* data path users + 1 */
 	struct completion released;
 	struct rcu_head rcu;
@@ -235,6 +248,17 @@ struct sroce_mr {
 static inline struct sroce_mr *to_smr(struct ib_mr *ibmr)
 {
 	return container_of(ibmr, struct sroce_mr, ibmr);
+}
+
+/* A memory window: ib_core's object and the key object it binds. */
+struct sroce_mw {
+	struct ib_mw ibmw;
+	struct sroce_mr *win;		/* type SROCE_MR_WINDOW */
+};
+
+static inline struct sroce_mw *to_smw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct sroce_mw, ibmw);
 }
 
 struct sroce_srq {
@@ -478,6 +502,15 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 int sroce_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
 int sroce_destroy_ah(struct ib_ah *ibah, u32 flags);
 
+/* sroce_mw.c */
+int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int sroce_dealloc_mw(struct ib_mw *ibmw);
+u8 sroce_mw_bind(struct sroce_qp *qp, const struct sroce_send_wqe *wqe);
+int sroce_key_invalidate(struct sroce_qp *qp, u32 key, bool remote);
+struct sroce_mr *sroce_mr_get_remote(struct sroce_qp *qp, u32 rkey, u64 iova,
+				     u64 len, int access);
+bool sroce_mr_unhook(struct sroce_dev *sdev, struct sroce_mr *mr);
+
 /* sroce_mr.c */
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -495,6 +528,9 @@ void sroce_mr_put(struct sroce_mr *mr);
 u8 sroce_mr_reg_fast(struct sroce_dev *sdev, struct ib_pd *pd,
 		     const struct sroce_reg_mr_wr *reg);
 int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key);
+struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type,
+			      int access);
+void sroce_mr_release(struct sroce_dev *sdev, struct sroce_mr *mr);
 bool sroce_mr_covers(const struct sroce_mr *mr, u64 addr, u64 len);
 bool sroce_mr_allows(const struct sroce_mr *mr, const struct ib_pd *pd,
 		     u64 iova, u64 len, int access);

@@ -101,7 +101,9 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp_wr = SROCE_MAX_QP_WR;
 	attr->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
 				 IB_DEVICE_SYS_IMAGE_GUID |
-				 IB_DEVICE_MEM_MGT_EXTENSIONS;
+				 IB_DEVICE_MEM_MGT_EXTENSIONS |
+				 IB_DEVICE_MEM_WINDOW |
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->max_send_sge = SROCE_MAX_SGE;
 	attr->max_recv_sge = SROCE_MAX_SGE;
@@ -114,11 +116,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_qp_init_rd_atom = SROCE_MAX_RD_ATOM;
 	attr->max_res_rd_atom = SROCE_MAX_RD_ATOM * SROCE_MAX_QP;
 	attr->atomic_cap = IB_ATOMIC_HCA;
-	/*
-	 * Memory windows are not offered yet: report 0 rather than a limit
-	 * no code enforces (SROCE_MAX_MW). sroce_mcast.c enforces these.
-	 */
-	attr->max_mw = 0;
+	attr->max_mw = SROCE_MAX_MW;	/* sroce_mr_new() enforces it */
+	/* sroce_mcast.c enforces these. */
 	attr->max_mcast_grp = SROCE_MAX_MCAST_GRP;
 	attr->max_mcast_qp_attach = SROCE_MAX_MCAST_QP_ATTACH;
 	attr->max_total_mcast_qp_attach = SROCE_MAX_MCAST_TOTAL_ATTACH;
@@ -374,6 +373,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_mr = sroce_alloc_mr,
+	.alloc_mw = sroce_alloc_mw,
 	.alloc_pd = sroce_alloc_pd,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.attach_mcast = sroce_attach_mcast,
@@ -383,6 +383,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.create_srq = sroce_create_srq,
 	.create_user_ah = sroce_create_ah,
 	.dealloc_driver = sroce_dealloc_driver,
+	.dealloc_mw = sroce_dealloc_mw,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
 	.dereg_mr = sroce_dereg_mr,
@@ -421,6 +422,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, sroce_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),
@@ -481,6 +483,7 @@ int sroce_dev_create(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&sdev->pd_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->cq_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->key_xa, XA_FLAGS_ALLOC);
+	spin_lock_init(&sdev->mw_lock);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC);

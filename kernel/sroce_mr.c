@@ -47,8 +47,13 @@ int sroce_mr_check_access(struct ib_device *ibdev, int access)
 	return 0;
 }
 
-static struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type,
-				     int access)
+/*
+ * A new key object of @type. MRs take key indexes 1..SROCE_MAX_MR, memory
+ * windows the SROCE_MAX_MW above them, so each count is bounded by its own
+ * limit in query_device.
+ */
+struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type,
+			      int access)
 {
 	struct sroce_dev *sdev = to_sdev(ibpd->device);
 	struct sroce_mr *mr;
@@ -64,9 +69,15 @@ static struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type
 	refcount_set(&mr->ref, 1);
 	init_completion(&mr->released);
 
-	err = xa_alloc_cyclic(&sdev->key_xa, &index, mr,
-			      XA_LIMIT(1, SROCE_MAX_MR), &sdev->key_next,
-			      GFP_KERNEL);
+	if (type == SROCE_MR_WINDOW)
+		err = xa_alloc_cyclic(&sdev->key_xa, &index, mr,
+				      XA_LIMIT(SROCE_MAX_MR + 1,
+					       SROCE_MAX_MR + SROCE_MAX_MW),
+				      &sdev->mw_key_next, GFP_KERNEL);
+	else
+		err = xa_alloc_cyclic(&sdev->key_xa, &index, mr,
+				      XA_LIMIT(1, SROCE_MAX_MR), &sdev->key_next,
+				      GFP_KERNEL);
 	if (err < 0) {
 		kfree(mr);
 		return ERR_PTR(err == -EBUSY ? -ENOMEM : err);
@@ -75,15 +86,17 @@ static struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type
 	mr->ibmr.lkey = (index << 8) | variant;
 	mr->ibmr.rkey = mr->ibmr.lkey;
 	mr->key = mr->ibmr.lkey;
-	/* A fast-registration MR is invalid until its first REG_MR. */
-	mr->valid = type != SROCE_MR_FAST;
+	/*
+	 * A fast-registration MR is invalid until its first REG_MR, a window
+	 * until its first bind.
+	 */
+	mr->valid = type != SROCE_MR_FAST && type != SROCE_MR_WINDOW;
 	return mr;
 }
 
-/* Remove the key, wait out the data path, free what the MR owns. */
-static void sroce_mr_destroy(struct sroce_dev *sdev, struct sroce_mr *mr)
+/* Wait out the data path, then free what the MR owns. Its key is gone. */
+void sroce_mr_release(struct sroce_dev *sdev, struct sroce_mr *mr)
 {
-	xa_erase(&sdev->key_xa, mr->ibmr.lkey >> 8);
 	sroce_mr_put(mr);
 	wait_for_completion(&mr->released);
 
@@ -91,6 +104,13 @@ static void sroce_mr_destroy(struct sroce_dev *sdev, struct sroce_mr *mr)
 	kvfree(mr->pages);
 	kfree(mr->page_list);
 	kfree_rcu(mr, rcu);
+}
+
+/* Undo sroce_mr_new() and what followed, before anyone saw the key. */
+static void sroce_mr_destroy(struct sroce_dev *sdev, struct sroce_mr *mr)
+{
+	xa_erase(&sdev->key_xa, mr->key >> 8);
+	sroce_mr_release(sdev, mr);
 }
 
 /**
@@ -325,6 +345,9 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (old->type != SROCE_MR_USER)
 		return ERR_PTR(-EINVAL);
+	/* ib_core deregisters the old MR: windows bound to it keep it. */
+	if (READ_ONCE(old->nwindows))
+		return ERR_PTR(-EBUSY);
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = old->start;
 		length = old->length;
@@ -382,9 +405,15 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 			      sroce_mr_set_page);
 }
 
+/* Memory windows bound to the MR keep it: EBUSY (as rdma_rxe's EINVAL). */
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
-	sroce_mr_destroy(to_sdev(ibmr->device), to_smr(ibmr));
+	struct sroce_dev *sdev = to_sdev(ibmr->device);
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	if (!sroce_mr_unhook(sdev, mr))
+		return -EBUSY;
+	sroce_mr_release(sdev, mr);
 	return 0;
 }
 
@@ -419,6 +448,8 @@ static void *sroce_mr_addr(const struct sroce_mr *mr, u64 iova, u32 *room)
 		*room = mr->ibmr.page_size - (iova & (mr->ibmr.page_size - 1));
 		return (void *)(uintptr_t)(mr->page_list[idx] +
 					   (iova & (mr->ibmr.page_size - 1)));
+	case SROCE_MR_WINDOW:	/* never: sroce_mr_get_remote() resolves it */
+		break;
 	}
 	return NULL;
 }
@@ -586,7 +617,9 @@ struct sroce_mr *sroce_mr_get_checked(struct sroce_dev *sdev,
 
 	if (!mr)
 		return NULL;
-	if (!sroce_mr_allows(mr, pd, iova, len, access)) {
+	/* A window's key is an rkey only: sroce_mr_get_remote(). */
+	if (mr->type == SROCE_MR_WINDOW ||
+	    !sroce_mr_allows(mr, pd, iova, len, access)) {
 		sroce_mr_put(mr);
 		return NULL;
 	}

@@ -581,12 +581,13 @@ static u8 sroce_req_local_op(struct sroce_qp *qp,
 		memcpy(&reg, wqe->wr.raw, sizeof(reg));
 		return sroce_mr_reg_fast(sdev, qp->ibqp.pd, &reg);
 	case SROCE_WR_LOCAL_INV:
-		if (sroce_mr_invalidate(sdev, qp->ibqp.pd,
-					wqe->ex.invalidate_rkey))
+		if (sroce_key_invalidate(qp, wqe->ex.invalidate_rkey, false))
 			return IB_WC_LOC_PROT_ERR;
 		return IB_WC_SUCCESS;
+	case SROCE_WR_BIND_MW:
+		return sroce_mw_bind(qp, wqe);
 	default:
-		return IB_WC_MW_BIND_ERR;	/* no memory windows yet */
+		return IB_WC_LOC_QP_OP_ERR;
 	}
 }
 

@@ -354,8 +354,8 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 		cqe.ex.imm_data = pkt->imm;
 	}
 	if (pkt->mask & SROCE_M_IETH) {
-		/* Remote invalidation: a FAST MR of this QP's PD. */
-		if (sroce_mr_invalidate(sdev, qp->ibqp.pd, pkt->inv_rkey)) {
+		/* Remote invalidation: a FAST MR or type 2 window. */
+		if (sroce_key_invalidate(qp, pkt->inv_rkey, true)) {
 			sroce_resp_complete_error(qp, IB_WC_LOC_PROT_ERR);
 			sroce_resp_nak(qp, SROCE_NAK_REM_OP_ERR, pkt->psn);
 			return SROCE_RESP_KICK | SROCE_RESP_ERROR;
@@ -386,9 +386,9 @@ static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
 		if (!(qp->attr.access & IB_ACCESS_REMOTE_WRITE))
 			goto access_error;
 		if (pkt->dmalen) {
-			mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, pkt->rkey,
-						  pkt->va, pkt->dmalen,
-						  IB_ACCESS_REMOTE_WRITE);
+			mr = sroce_mr_get_remote(qp, pkt->rkey, pkt->va,
+						 pkt->dmalen,
+						 IB_ACCESS_REMOTE_WRITE);
 			if (!mr)
 				goto access_error;
 			sroce_mr_put(mr);
@@ -414,9 +414,8 @@ static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
 		}
 	}
 	if (pkt->paylen) {
-		mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, resp->rkey,
-					  resp->va, pkt->paylen,
-					  IB_ACCESS_REMOTE_WRITE);
+		mr = sroce_mr_get_remote(qp, resp->rkey, resp->va,
+					 pkt->paylen, IB_ACCESS_REMOTE_WRITE);
 		if (!mr)
 			goto access_error;
 		err = sroce_mr_copy_skb(mr, resp->va, skb, pkt->payload_off,
@@ -492,7 +491,6 @@ static bool sroce_resp_queue_res(struct sroce_qp *qp,
 static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 				const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	bool atomic = pkt->mask & SROCE_M_ATOMIC;
 	int access = atomic ? IB_ACCESS_REMOTE_ATOMIC : IB_ACCESS_REMOTE_READ;
 	u32 len = atomic ? sizeof(u64) : pkt->dmalen;
@@ -507,8 +505,7 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 	if (!(qp->attr.access & access))
 		goto access_error;
 	if (len) {
-		mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, pkt->rkey, pkt->va,
-					  len, access);
+		mr = sroce_mr_get_remote(qp, pkt->rkey, pkt->va, len, access);
 		if (!mr)
 			goto access_error;
 	}
@@ -908,9 +905,9 @@ static struct sk_buff *sroce_resp_build(struct sroce_qp *qp,
 			pkt.opcode = *done ? SROCE_OP_READ_RESP_LAST :
 					     SROCE_OP_READ_RESP_MIDDLE;
 		if (paylen) {
-			mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, res->rkey,
-						  res->va + tx->off, paylen,
-						  IB_ACCESS_REMOTE_READ);
+			mr = sroce_mr_get_remote(qp, res->rkey,
+						 res->va + tx->off, paylen,
+						 IB_ACCESS_REMOTE_READ);
 			if (!mr)
 				return NULL;
 		}

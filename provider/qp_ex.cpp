@@ -266,7 +266,7 @@ static void wr_local_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
 		w->set_invalidate_rkey(invalidate_rkey);
 }
 
-// Encoded in the uapi's bind_mw layout although the device has no memory
+// Encoded in the uapi's bind_mw layout; validating and executing it
 // windows yet (max_mw 0): validating and executing it is the kernel's.
 static void wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
 		       uint32_t rkey, const struct ibv_mw_bind_info *bind_info)

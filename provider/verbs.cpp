@@ -124,4 +124,57 @@ int dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+// Memory windows. The kernel executes binds, in order with the QP's other
+// work requests; its rkey checks see through a bound window to its MR.
+struct ibv_mw *alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
+{
+	auto *mw = static_cast<struct ibv_mw *>(calloc(1, sizeof(struct ibv_mw)));
+	if (!mw)
+		return nullptr;
+
+	struct ibv_alloc_mw cmd = {};
+	struct ib_uverbs_alloc_mw_resp resp = {};
+	int ret = ibv_cmd_alloc_mw(ibpd, type, mw, &cmd, sizeof(cmd), &resp,
+				   sizeof(resp));
+	if (ret) {
+		free(mw);
+		errno = ret;
+		return nullptr;
+	}
+	return mw;
+}
+
+int dealloc_mw(struct ibv_mw *ibmw)
+{
+	int ret = ibv_cmd_dealloc_mw(ibmw);
+	if (ret)
+		return ret;
+	free(ibmw);
+	return 0;
+}
+
+// ibv_bind_mw() (type 1 windows; libibverbs checked the type and the MR's
+// PD): a BIND_MW work request with the window's next key, which becomes
+// the window's rkey once posted, as the verb promises.
+int bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw,
+	    struct ibv_mw_bind *mw_bind)
+{
+	struct ibv_send_wr wr = {};
+	struct ibv_send_wr *bad = nullptr;
+
+	if (ibqp->qp_type != IBV_QPT_RC && ibqp->qp_type != IBV_QPT_UC)
+		return EINVAL;
+	wr.wr_id = mw_bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = ibmw;
+	wr.bind_mw.rkey = ibv_inc_rkey(ibmw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	int ret = post_send(ibqp, &wr, &bad);
+	if (ret)
+		return ret;
+	ibmw->rkey = wr.bind_mw.rkey;
+	return 0;
+}
+
 } // namespace sroce

@@ -3,12 +3,12 @@
 // sroce_objects - create and destroy verbs objects through libibverbs and
 // check every errno the spec gives for bad arguments. Prints TAP.
 //
-//   sroce_objects -d sroce0 [-g GID_INDEX] [-n LOOPS] [-s cq,mr,srq,ah]
+//   sroce_objects -d sroce0 [-g GID_INDEX] [-n LOOPS] [-s cq,mr,mw,srq,ah]
 //   (-s: only these sections; default all)
 //
 // Covers PDs, CQs (sizes, resize, notify, completion channels), MRs
 // (access-flag rules, zero length, bad addresses, key rotation, rereg),
-// SRQs (sizes, limit, query) and AHs (RoCE v2 GIDs). QPs: sroce_qp. Each create/destroy loop runs LOOPS times (default
+// memory windows (both types, max_mw), SRQs (sizes, limit, query) and AHs (RoCE v2 GIDs). QPs: sroce_qp. Each create/destroy loop runs LOOPS times (default
 // 1000); the caller checks with "rdma resource" that nothing is left.
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +16,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <vector>
 
 #include <infiniband/verbs.h>
 
@@ -172,6 +174,45 @@ void check_mr(ibv_pd *pd, long loops)
 	free(buf);
 }
 
+// Memory windows: both types in a loop, a bad type, and max_mw enforced
+// (what the transport does with them: sroce_rc_errors -o mw).
+void check_mw(ibv_pd *pd, const ibv_device_attr &da, long loops)
+{
+	long bad = 0;
+	for (long i = 0; i < loops; i++) {
+		ibv_mw *m = ibv_alloc_mw(pd, i & 1 ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1);
+		if (!m || ibv_dealloc_mw(m))
+			bad++;
+	}
+	tap::check(bad == 0, "%ld x alloc/dealloc MW (types 1 and 2): %ld failures", loops, bad);
+	errno = 0;
+	ibv_mw *m = ibv_alloc_mw(pd, static_cast<ibv_mw_type>(3));
+	tap::check(fails_with(m, EINVAL, errno), "alloc_mw of type 3: EINVAL (%s)",
+		   strerror(errno));
+	if (m)
+		ibv_dealloc_mw(m);
+
+	std::vector<ibv_mw *> all;
+	all.reserve(static_cast<size_t>(da.max_mw) + 1);
+	int err = 0;
+	while (all.size() <= static_cast<size_t>(da.max_mw)) {
+		m = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+		if (!m) {
+			err = errno;
+			break;
+		}
+		all.push_back(m);
+	}
+	tap::check(da.max_mw > 0 && all.size() == static_cast<size_t>(da.max_mw) &&
+			   err == ENOMEM,
+		   "max_mw %d enforced: %zu windows, then %s", da.max_mw, all.size(),
+		   strerror(err));
+	long undone = 0;
+	for (ibv_mw *w : all)
+		undone += ibv_dealloc_mw(w) != 0;
+	tap::check(undone == 0, "dealloc all %zu windows: %ld failures", all.size(), undone);
+}
+
 void check_srq(ibv_pd *pd, const ibv_device_attr &da, long loops)
 {
 	long bad = 0;
@@ -258,7 +299,7 @@ int main(int argc, char **argv)
 	const char *dev = nullptr;
 	long loops = 1000;
 	int gid_index = 1;
-	const char *sections = "cq,mr,srq,ah";
+	const char *sections = "cq,mr,mw,srq,ah";
 	int c;
 
 	while ((c = getopt(argc, argv, "d:g:n:s:")) != -1) {
@@ -290,6 +331,8 @@ int main(int argc, char **argv)
 			check_cq(ctx, da, loops);
 		if (want("mr"))
 			check_mr(pd, loops);
+		if (want("mw"))
+			check_mw(pd, da, loops);
 		if (want("srq"))
 			check_srq(pd, da, loops);
 		if (want("ah"))

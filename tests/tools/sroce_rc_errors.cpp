@@ -494,6 +494,8 @@ const char *wc_opcode_name(int op)
 	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
 	case IBV_WC_RECV: return "RECV";
 	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
+	case IBV_WC_BIND_MW: return "BIND_MW";
+	case IBV_WC_LOCAL_INV: return "LOCAL_INV";
 	default: return "?";
 	}
 }
@@ -1235,6 +1237,482 @@ void test_srq_limit()
 	region_free(src);
 }
 
+// ---- 10. memory windows ----------------------------------------------------
+
+constexpr int MW_MR = ALL_REMOTE | IBV_ACCESS_MW_BIND;
+constexpr int MW_RW = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+
+// Bind @mw (B's) through B's QP @qp to [off, off + len) of @r with
+// @access: a type 1 window through ibv_bind_mw(), which moves its rkey on
+// to the next key; a type 2 one through ibv_post_send(BIND_MW) with @key.
+// len 0 binds nothing (a type 1 window is unbound then).
+int bind_window(ibv_qp *qp, ibv_mw *mw, uint64_t wr_id, const region &r, size_t off,
+		size_t len, int access, uint32_t key = 0)
+{
+	ibv_mw_bind_info bi = {};
+	if (len) {
+		bi.mr = r.mr;
+		bi.addr = r.addr(static_cast<long>(off));
+		bi.length = len;
+	}
+	bi.mw_access_flags = access;
+	if (mw->type == IBV_MW_TYPE_1) {
+		ibv_mw_bind b = {};
+		b.wr_id = wr_id;
+		b.send_flags = IBV_SEND_SIGNALED;
+		b.bind_info = bi;
+		return ibv_bind_mw(qp, mw, &b);
+	}
+	ibv_send_wr wr = {};
+	ibv_send_wr *bad;
+	wr.wr_id = wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = key;
+	wr.bind_mw.bind_info = bi;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+int post_key_op(ibv_qp *qp, uint64_t wr_id, ibv_wr_opcode op, uint32_t key,
+		const region *l = nullptr, size_t loff = 0, uint32_t len = 0)
+{
+	ibv_sge sge = {};
+	ibv_send_wr wr = {};
+	ibv_send_wr *bad;
+	wr.wr_id = wr_id;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = key;
+	if (l) {
+		sge = {l->addr(static_cast<long>(loff)), len, l->lkey()};
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+ibv_mw *alloc_window(point &P, ibv_mw_type type)
+{
+	ibv_mw *mw = ibv_alloc_mw(B.pd, type);
+	if (!mw)
+		P.fail("ibv_alloc_mw(type %d) on %s: %s", type, B.name, strerror(errno));
+	return mw;
+}
+
+void test_mw_device()
+{
+	point P;
+	ibv_device_attr_ex ax = {};
+	if (ibv_query_device_ex(B.ctx, nullptr, &ax))
+		P.fail("ibv_query_device_ex: %s", strerror(errno));
+	uint64_t f = ax.orig_attr.device_cap_flags;
+	if (ax.orig_attr.max_mw <= 0 || !(f & IBV_DEVICE_MEM_WINDOW) ||
+	    !(f & IBV_DEVICE_MEM_WINDOW_TYPE_2B))
+		P.fail("max_mw %d, device_cap_flags 0x%llx: want max_mw > 0, MEM_WINDOW and "
+		       "MEM_WINDOW_TYPE_2B", ax.orig_attr.max_mw,
+		       static_cast<unsigned long long>(f));
+	region r;
+	ibv_mw *m1 = alloc_window(P, IBV_MW_TYPE_1);
+	ibv_mw *m2 = alloc_window(P, IBV_MW_TYPE_2);
+	if (region_make(P, r, "MR", B, 4096, MW_MR, 90) && m1 && m2) {
+		if (m1->type != IBV_MW_TYPE_1 || m2->type != IBV_MW_TYPE_2)
+			P.fail("window types %d and %d", m1->type, m2->type);
+		if (m1->rkey == m2->rkey || m1->rkey == r.rkey() || m2->rkey == r.rkey())
+			P.fail("rkeys not distinct: windows 0x%x 0x%x, MR 0x%x", m1->rkey,
+			       m2->rkey, r.rkey());
+	}
+	for (ibv_mw *m : {m1, m2})
+		if (m && ibv_dealloc_mw(m))
+			P.fail("ibv_dealloc_mw: %s", strerror(errno));
+	region_free(r);
+	P.report("memory windows offered (max_mw, MEM_WINDOW, TYPE_2B); a type 1 and a type 2 "
+		 "window allocated with their own rkeys, then freed");
+}
+
+// Type 1: bind, WRITE and READ through the window, rebind elsewhere, READ
+// there; the key of the first binding is dead.
+void test_mw_type1()
+{
+	point P;
+	conn c;
+	region tgt, loc;
+	qp_params p;
+	ibv_mw *mw = nullptr;
+
+	if (region_make(P, tgt, "target", B, 8192, MW_MR, 91) &&
+	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 92) &&
+	    conn_make(P, c, p) && (mw = alloc_window(P, IBV_MW_TYPE_1))) {
+		uint32_t k0 = mw->rkey;
+		posted(P, bind_window(c.b.qp, mw, 50, tgt, 1024, 4096, MW_RW), "bind", 50);
+		uint32_t k1 = mw->rkey;
+		if (k1 == k0 || (k1 >> 8) != (k0 >> 8))
+			P.fail("bind moved the rkey 0x%x to 0x%x: want a new key, same index", k0,
+			       k1);
+		expect_wcs(P, "binder", c.b.cq, c.b.qpn, {{50, IBV_WC_SUCCESS, IBV_WC_BIND_MW}});
+		// 3 packets at path MTU 1024, then a READ that overlaps them.
+		posted(P, post(c.a.qp, 1, IBV_WR_RDMA_WRITE, loc, 0, 3000, tgt.addr(2024), k1),
+		       "WRITE", 1);
+		tgt.expect(2024, loc.mem, 3000);
+		posted(P, post(c.a.qp, 2, IBV_WR_RDMA_READ, loc, 4096, 1024, tgt.addr(1024), k1),
+		       "READ", 2);
+		loc.expect(4096, tgt.ref.data() + GUARD + 1024, 1024);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE},
+			    {2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 1024}});
+		posted(P, bind_window(c.b.qp, mw, 51, tgt, 6144, 1024, IBV_ACCESS_REMOTE_READ),
+		       "rebind", 51);
+		uint32_t k2 = mw->rkey;
+		expect_wcs(P, "binder", c.b.cq, c.b.qpn, {{51, IBV_WC_SUCCESS, IBV_WC_BIND_MW}});
+		posted(P, post(c.a.qp, 3, IBV_WR_RDMA_READ, loc, 6000, 512, tgt.addr(6144 + 256),
+			       k2), "READ", 3);
+		loc.expect(6000, tgt.ref.data() + GUARD + 6144 + 256, 512);
+		// The first binding's key, at an address both bindings cover.
+		posted(P, post(c.a.qp, 4, IBV_WR_RDMA_WRITE, loc, 0, 64, tgt.addr(6144),
+			       g_inject_rkey ? tgt.rkey() : k1), "WRITE", 4);
+		posted(P, post(c.a.qp, 5, IBV_WR_SEND, loc, 0, 16), "SEND", 5);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 512},
+			    {4, IBV_WC_REM_ACCESS_ERR},
+			    {5, IBV_WC_WR_FLUSH_ERR}});
+		region_check(P, tgt);
+		region_check(P, loc);
+	}
+	P.report("type 1 window: ibv_bind_mw gives a new key; a 3-packet WRITE and a READ "
+		 "through it land; rebound elsewhere READ-only, a READ there lands and the "
+		 "old key gets REM_ACCESS_ERR, target unchanged");
+	if (mw)
+		ibv_dealloc_mw(mw);
+	conn_free(c);
+	region_free(loc);
+	region_free(tgt);
+}
+
+// A type 1 window on [1024, 5120) of an 8 KiB MR with @win_access: the
+// request must fail with REM_ACCESS_ERR and change nothing.
+struct mw_denied {
+	const char *desc;
+	ibv_wr_opcode op;
+	long toff;
+	uint32_t len;
+	int win_access = MW_RW;
+	bool unbind = false;	// bind length 0 first, then use the new key
+};
+
+void run_mw_denied(const mw_denied &k)
+{
+	point P;
+	conn c;
+	region tgt, loc;
+	qp_params p;
+	ibv_mw *mw = nullptr;
+
+	if (region_make(P, tgt, "target", B, 8192, MW_MR, 93) &&
+	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 94) &&
+	    conn_make(P, c, p) && (mw = alloc_window(P, IBV_MW_TYPE_1))) {
+		posted(P, bind_window(c.b.qp, mw, 50, tgt, 1024, 4096, k.win_access), "bind",
+		       50);
+		std::vector<want> wb = {{50, IBV_WC_SUCCESS, IBV_WC_BIND_MW}};
+		if (k.unbind) {
+			posted(P, bind_window(c.b.qp, mw, 51, tgt, 0, 0, 0), "unbind", 51);
+			wb.push_back({51, IBV_WC_SUCCESS, IBV_WC_BIND_MW});
+		}
+		expect_wcs(P, "binder", c.b.cq, c.b.qpn, wb);
+		uint32_t key = g_inject_rkey ? tgt.rkey() : mw->rkey;
+		posted(P, post(c.a.qp, 1, k.op, loc, 64, k.len, tgt.addr(k.toff), key, 1, 1),
+		       "request", 1);
+		posted(P, post(c.a.qp, 2, IBV_WR_SEND, loc, 0, 16), "SEND", 2);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{1, IBV_WC_REM_ACCESS_ERR}, {2, IBV_WC_WR_FLUSH_ERR}});
+		region_check(P, tgt);
+		region_check(P, loc);
+	}
+	P.report("%s", k.desc);
+	if (mw)
+		ibv_dealloc_mw(mw);
+	conn_free(c);
+	region_free(loc);
+	region_free(tgt);
+}
+
+// The first completion of @cq within g_wait seconds.
+bool poll_one(ibv_cq *cq, ibv_wc &wc)
+{
+	auto got = poll_n(cq, 1, g_wait);
+	if (got.empty())
+		return false;
+	wc = got[0];
+	return true;
+}
+
+// Type 2: bound once through one QP; LOCAL_INV; bound again; a SEND with
+// invalidate from the peer kills it.
+void test_mw_type2()
+{
+	point P;
+	conn c;
+	region tgt, loc, rbuf;
+	qp_params p;
+	ibv_mw *mw = nullptr;
+
+	if (region_make(P, tgt, "target", B, 8192, MW_MR, 95) &&
+	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 96) &&
+	    region_make(P, rbuf, "receive buffer", B, 4096, IBV_ACCESS_LOCAL_WRITE, 97) &&
+	    conn_make(P, c, p) && (mw = alloc_window(P, IBV_MW_TYPE_2))) {
+		uint32_t k1 = ibv_inc_rkey(mw->rkey), k2 = ibv_inc_rkey(k1);
+		posted(P, bind_window(c.b.qp, mw, 60, tgt, 0, 8192, MW_RW, k1), "bind", 60);
+		expect_wcs(P, "binder", c.b.cq, c.b.qpn, {{60, IBV_WC_SUCCESS, IBV_WC_BIND_MW}});
+		posted(P, post(c.a.qp, 1, IBV_WR_RDMA_WRITE, loc, 0, 2000, tgt.addr(100), k1),
+		       "WRITE", 1);
+		tgt.expect(100, loc.mem, 2000);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn, {{1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE}});
+		posted(P, post_key_op(c.b.qp, 61, IBV_WR_LOCAL_INV, k1), "LOCAL_INV", 61);
+		posted(P, bind_window(c.b.qp, mw, 62, tgt, 4096, 4096, MW_RW, k2), "bind", 62);
+		expect_wcs(P, "binder", c.b.cq, c.b.qpn,
+			   {{61, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV},
+			    {62, IBV_WC_SUCCESS, IBV_WC_BIND_MW}});
+		posted(P, post(c.a.qp, 2, IBV_WR_RDMA_WRITE, loc, 2000, 1000, tgt.addr(5000), k2),
+		       "WRITE", 2);
+		tgt.expect(5000, loc.mem + 2000, 1000);
+		posted(P, post_recv(c.b.qp, 100, rbuf, 0, 256), "receive", 100);
+		posted(P, post_key_op(c.a.qp, 3, IBV_WR_SEND_WITH_INV, k2, &loc, 3000, 200),
+		       "SEND_WITH_INV", 3);
+		rbuf.expect(0, loc.mem + 3000, 200);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE}, {3, IBV_WC_SUCCESS, IBV_WC_SEND}});
+		ibv_wc wc = {};
+		if (!poll_one(c.b.cq, wc))
+			P.fail("responder: no completion for the SEND with invalidate");
+		else if (wc.wr_id != 100 || wc.status != IBV_WC_SUCCESS || wc.byte_len != 200 ||
+			 !(wc.wc_flags & IBV_WC_WITH_INV) || wc.invalidated_rkey != k2)
+			P.fail("responder: wr_id %llu %s byte_len %u wc_flags 0x%x rkey 0x%x; want "
+			       "100 success 200 WITH_INV 0x%x",
+			       static_cast<unsigned long long>(wc.wr_id),
+			       ibv_wc_status_str(wc.status), wc.byte_len, wc.wc_flags,
+			       wc.invalidated_rkey, k2);
+		// The SEND killed k2.
+		posted(P, post(c.a.qp, 4, IBV_WR_RDMA_WRITE, loc, 0, 64, tgt.addr(5000),
+			       g_inject_rkey ? tgt.rkey() : k2), "WRITE", 4);
+		posted(P, post(c.a.qp, 5, IBV_WR_SEND, loc, 0, 16), "SEND", 5);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{4, IBV_WC_REM_ACCESS_ERR}, {5, IBV_WC_WR_FLUSH_ERR}});
+		// The same window on a new QP pair: bind, WRITE, LOCAL_INV, and
+		// its key is dead.
+		conn_free(c);
+		if (conn_make(P, c, p)) {
+			uint32_t k3 = ibv_inc_rkey(k2);
+			posted(P, bind_window(c.b.qp, mw, 63, tgt, 0, 4096, MW_RW, k3), "bind", 63);
+			expect_wcs(P, "binder", c.b.cq, c.b.qpn,
+				   {{63, IBV_WC_SUCCESS, IBV_WC_BIND_MW}});
+			posted(P, post(c.a.qp, 6, IBV_WR_RDMA_WRITE, loc, 4000, 300,
+				       tgt.addr(3000), k3), "WRITE", 6);
+			tgt.expect(3000, loc.mem + 4000, 300);
+			expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+				   {{6, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE}});
+			posted(P, post_key_op(c.b.qp, 64, IBV_WR_LOCAL_INV, k3), "LOCAL_INV", 64);
+			expect_wcs(P, "binder", c.b.cq, c.b.qpn,
+				   {{64, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV}});
+			posted(P, post(c.a.qp, 7, IBV_WR_RDMA_WRITE, loc, 0, 64, tgt.addr(3000),
+				       g_inject_rkey ? tgt.rkey() : k3), "WRITE", 7);
+			posted(P, post(c.a.qp, 8, IBV_WR_SEND, loc, 0, 16), "SEND", 8);
+			expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+				   {{7, IBV_WC_REM_ACCESS_ERR}, {8, IBV_WC_WR_FLUSH_ERR}});
+		}
+		region_check(P, tgt);
+		region_check(P, loc);
+		region_check(P, rbuf);
+	}
+	P.report("type 2 window: bound through the responder's QP, a WRITE lands; LOCAL_INV, "
+		 "bound again elsewhere, a WRITE lands; a SEND with invalidate arrives "
+		 "WITH_INV and its key gets REM_ACCESS_ERR; on a new QP pair the same window "
+		 "binds again and LOCAL_INV kills that key too; memory exact");
+	if (mw)
+		ibv_dealloc_mw(mw);
+	conn_free(c);
+	region_free(rbuf);
+	region_free(loc);
+	region_free(tgt);
+}
+
+// Type 2 windows belong to their QP (type 2B): another QP of the same PD
+// gets REM_ACCESS_ERR.
+void test_mw_type2_other_qp()
+{
+	point P;
+	conn c1, c2;
+	region tgt, loc;
+	qp_params p;
+	ibv_mw *mw = nullptr;
+
+	if (region_make(P, tgt, "target", B, 8192, MW_MR, 98) &&
+	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 99) &&
+	    conn_make(P, c1, p) && conn_make(P, c2, p) &&
+	    (mw = alloc_window(P, IBV_MW_TYPE_2))) {
+		uint32_t k = ibv_inc_rkey(mw->rkey);
+		posted(P, bind_window(c1.b.qp, mw, 60, tgt, 0, 8192, MW_RW, k), "bind", 60);
+		expect_wcs(P, "binder", c1.b.cq, c1.b.qpn, {{60, IBV_WC_SUCCESS, IBV_WC_BIND_MW}});
+		posted(P, post(c1.a.qp, 1, IBV_WR_RDMA_WRITE, loc, 0, 500, tgt.addr(0), k),
+		       "WRITE", 1);
+		tgt.expect(0, loc.mem, 500);
+		expect_wcs(P, "bound QP's peer", c1.a.cq, c1.a.qpn,
+			   {{1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE}});
+		posted(P, post(c2.a.qp, 2, IBV_WR_RDMA_WRITE, loc, 1000, 500, tgt.addr(1000),
+			       g_inject_rkey ? tgt.rkey() : k), "WRITE", 2);
+		posted(P, post(c2.a.qp, 3, IBV_WR_RDMA_READ, loc, 2000, 500, tgt.addr(1000), k),
+		       "READ", 3);
+		expect_wcs(P, "other QP's peer", c2.a.cq, c2.a.qpn,
+			   {{2, IBV_WC_REM_ACCESS_ERR}, {3, IBV_WC_WR_FLUSH_ERR}});
+		region_check(P, tgt);
+		region_check(P, loc);
+	}
+	P.report("type 2 window: usable through the QP that bound it only; a WRITE through "
+		 "another QP of the PD gets REM_ACCESS_ERR, target unchanged");
+	if (mw)
+		ibv_dealloc_mw(mw);
+	conn_free(c2);
+	conn_free(c1);
+	region_free(loc);
+	region_free(tgt);
+}
+
+// Binds that must fail: IBV_WC_MW_BIND_ERR on the binder, what follows it
+// flushed, nothing bound.
+struct mw_bind_bad {
+	const char *desc;
+	int mr_access;
+	ibv_mw_type type;
+	size_t off, len;
+	int win_access = MW_RW;
+	bool twice = false;	// type 2: a second bind while bound
+};
+
+void run_mw_bind_bad(const mw_bind_bad &k)
+{
+	point P;
+	conn c;
+	region tgt, loc;
+	qp_params p;
+	ibv_mw *mw = nullptr;
+
+	if (region_make(P, tgt, "target", B, 8192, k.mr_access, 101) &&
+	    region_make(P, loc, "local buffer", B, 4096, IBV_ACCESS_LOCAL_WRITE, 102) &&
+	    conn_make(P, c, p) && (mw = alloc_window(P, k.type))) {
+		std::vector<want> w;
+		uint32_t key = ibv_inc_rkey(mw->rkey);
+		if (k.twice) {
+			posted(P, bind_window(c.b.qp, mw, 59, tgt, 0, 4096, MW_RW, key), "bind",
+			       59);
+			w.push_back({59, IBV_WC_SUCCESS, IBV_WC_BIND_MW});
+			key = ibv_inc_rkey(key);
+		}
+		posted(P, bind_window(c.b.qp, mw, 60, tgt, k.off, k.len, k.win_access, key),
+		       "bind", 60);
+		w.push_back({60, IBV_WC_MW_BIND_ERR});
+		posted(P, post(c.b.qp, 61, IBV_WR_SEND, loc, 0, 16), "SEND", 61);
+		w.push_back({61, IBV_WC_WR_FLUSH_ERR});
+		expect_wcs(P, "binder", c.b.cq, c.b.qpn, w);
+		expect_state(P, "binder", c.b.qp, IBV_QPS_ERR);
+		region_check(P, tgt);
+	}
+	P.report("%s", k.desc);
+	if (mw)
+		ibv_dealloc_mw(mw);
+	conn_free(c);
+	region_free(loc);
+	region_free(tgt);
+}
+
+// An MR with a window bound to it cannot be deregistered; a window's key
+// is no lkey.
+void test_mw_dereg_busy()
+{
+	point P;
+	conn c;
+	region tgt, loc;
+	qp_params p;
+	ibv_mw *mw = nullptr;
+
+	if (region_make(P, tgt, "target", B, 8192, MW_MR, 103) &&
+	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 104) &&
+	    conn_make(P, c, p) && (mw = alloc_window(P, IBV_MW_TYPE_1))) {
+		posted(P, bind_window(c.b.qp, mw, 50, tgt, 0, 8192, MW_RW), "bind", 50);
+		expect_wcs(P, "binder", c.b.cq, c.b.qpn, {{50, IBV_WC_SUCCESS, IBV_WC_BIND_MW}});
+		int r = ibv_dereg_mr(tgt.mr);
+		if (r != EBUSY)
+			P.fail("ibv_dereg_mr with a window bound: %s (%d), want EBUSY", strerror(r),
+			       r);
+		if (r == 0)
+			tgt.mr = nullptr;
+		posted(P, post(c.a.qp, 1, IBV_WR_RDMA_WRITE, loc, 0, 1500, tgt.addr(10),
+			       mw->rkey), "WRITE", 1);
+		tgt.expect(10, loc.mem, 1500);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn, {{1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE}});
+		region_check(P, tgt);
+		// The window's key as a local key: a local protection error.
+		ibv_sge sge = {tgt.addr(0), 64, mw->rkey};
+		ibv_send_wr wr = {};
+		ibv_send_wr *bad;
+		wr.wr_id = 51;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		posted(P, ibv_post_send(c.b.qp, &wr, &bad), "SEND", 51);
+		expect_wcs(P, "binder", c.b.cq, c.b.qpn, {{51, IBV_WC_LOC_PROT_ERR}});
+		r = ibv_dealloc_mw(mw);
+		mw = nullptr;
+		if (r)
+			P.fail("ibv_dealloc_mw of a bound window: %s", strerror(r));
+		if (tgt.mr) {
+			r = ibv_dereg_mr(tgt.mr);
+			if (r)
+				P.fail("ibv_dereg_mr after the window is gone: %s", strerror(r));
+			else
+				tgt.mr = nullptr;
+		}
+	}
+	P.report("an MR with a window bound: ibv_dereg_mr EBUSY and the MR still works; the "
+		 "window's key as an lkey: LOC_PROT_ERR; dealloc the bound window, then "
+		 "dereg succeeds");
+	if (mw)
+		ibv_dealloc_mw(mw);
+	conn_free(c);
+	region_free(loc);
+	region_free(tgt);
+}
+
+void test_mw()
+{
+	test_mw_device();
+	test_mw_type1();
+	run_mw_denied({"type 1 window [1024, 5120): WRITE [5020, 5121) inside the MR but past "
+		       "the window: REM_ACCESS_ERR, target unchanged",
+		       IBV_WR_RDMA_WRITE, 5120 - 100, 101});
+	run_mw_denied({"type 1 window [1024, 5120): WRITE [1023, 1123): REM_ACCESS_ERR",
+		       IBV_WR_RDMA_WRITE, 1023, 100});
+	run_mw_denied({"READ-only window: WRITE through it gets REM_ACCESS_ERR, target "
+		       "unchanged",
+		       IBV_WR_RDMA_WRITE, 2048, 100, IBV_ACCESS_REMOTE_READ});
+	run_mw_denied({"window without REMOTE_ATOMIC on an MR with it: FETCH_ADD gets "
+		       "REM_ACCESS_ERR, target unchanged",
+		       IBV_WR_ATOMIC_FETCH_AND_ADD, 2048, 8});
+	run_mw_denied({"type 1 window unbound (length 0): its new key gets REM_ACCESS_ERR",
+		       IBV_WR_RDMA_WRITE, 2048, 100, MW_RW, true});
+	test_mw_type2();
+	test_mw_type2_other_qp();
+	run_mw_bind_bad({"bind to an MR without MW_BIND: MW_BIND_ERR, the rest flushed",
+			 ALL_REMOTE, IBV_MW_TYPE_1, 0, 4096});
+	run_mw_bind_bad({"bind past the MR's end: MW_BIND_ERR", MW_MR, IBV_MW_TYPE_1, 4096,
+			 4097});
+	run_mw_bind_bad({"REMOTE_WRITE window on an MR without LOCAL_WRITE: MW_BIND_ERR",
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND, IBV_MW_TYPE_1, 0, 4096});
+	mw_bind_bad twice = {"type 2 window bound twice without invalidation: MW_BIND_ERR",
+			     MW_MR, IBV_MW_TYPE_2, 0, 4096};
+	twice.twice = true;
+	run_mw_bind_bad(twice);
+	test_mw_dereg_busy();
+}
+
 // ---- main -------------------------------------------------------------------
 
 bool open_dev(dev &d)
@@ -1270,7 +1748,7 @@ bool want_group(const char *groups, const char *g)
 void usage()
 {
 	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
-			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq] "
+			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq,mw] "
 			"[--inject rkey] [-v]\n");
 }
 
@@ -1344,6 +1822,8 @@ int main(int argc, char **argv)
 		}
 		if (want_group(groups, "srq"))
 			test_srq_limit();
+		if (want_group(groups, "mw"))
+			test_mw();
 	}
 	close_dev(B);
 	close_dev(A);

@@ -19,7 +19,7 @@ sroce_single_device || tap_bail "set-up: sroce0 on vethA"
 
 tap_eq "only the MAD layer's objects before" "$(sroce_resources sroce0)" "$SROCE_MAD_OBJECTS"
 gid=$(sroce_gid_index sroce0 "$(sroce_ipv4_gid 10.77.0.1)")
-tap_check "sroce_objects -n 1000 (PD, CQ, MR, SRQ, AH; errnos)" \
+tap_check "sroce_objects -n 1000 (PD, CQ, MR, MW, SRQ, AH; errnos)" \
 	"$SROCE_BIN/sroce_objects" -d sroce0 -g "$SROCE_GID" -n 1000
 tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" \
 	"$SROCE_MAD_OBJECTS"
