@@ -6,7 +6,8 @@
 # sroce1 on vethB in nsB. Each side serves in turn: ibv_rc_pingpong at
 # 1 B, 4 KiB and 1 MiB with the data checked, sroce_integrity (all ops,
 # every byte), and perftest send/write/read/atomic bandwidth and
-# latency (and ib_write_bw through --use_old_post_send).
+# latency, each with the ibv_wr_* API and with --use_old_post_send; then
+# at MTU 9000 (path MTU 4096) pingpong, integrity and the bandwidths.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -17,21 +18,25 @@ trap sroce_reset EXIT
 
 BIN=$SROCE_BIN/sroce_integrity
 
+# pingpong rxe|sroce SIZE [ARGS...]
 pingpong() {
-	local n=40
+	local n=40 size=$2
 	sroce_rxe_sides "$1"
-	[ "$2" -lt 1048576 ] || n=10
+	shift 2
+	[ "$size" -lt 1048576 ] || n=10
 	sroce_pair "$S_NS" "$C_NS" 18515 \
-		ibv_rc_pingpong -d "$S_DEV" -g "$S_GID" -s "$2" -n "$n" -c -- \
-		ibv_rc_pingpong -d "$C_DEV" -g "$C_GID" -s "$2" -n "$n" -c "$S_IP" &&
-	grep -Eq "^$((2 * n * $2)) bytes in" "$SROCE_PAIR_DIR/client"
+		ibv_rc_pingpong -d "$S_DEV" -g "$S_GID" -s "$size" -n "$n" -c "$@" -- \
+		ibv_rc_pingpong -d "$C_DEV" -g "$C_GID" -s "$size" -n "$n" -c "$@" "$S_IP" &&
+	grep -Eq "^$((2 * n * size)) bytes in" "$SROCE_PAIR_DIR/client"
 }
 
+# integrity rxe|sroce [ARGS...]
 integrity() {
 	sroce_rxe_sides "$1"
+	shift
 	sroce_pair "$S_NS" "$C_NS" 18525 \
-		"$BIN" -s -d "$S_DEV" -g "$S_GID" -w 60 -- \
-		"$BIN" -c "$S_IP" -d "$C_DEV" -g "$C_GID" -w 60 --quick &&
+		"$BIN" -s -d "$S_DEV" -g "$S_GID" -w 60 "$@" -- \
+		"$BIN" -c "$S_IP" -d "$C_DEV" -g "$C_GID" -w 60 --quick "$@" &&
 	tail -n 1 "$SROCE_PAIR_DIR/client" &&
 	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
 		"$SROCE_PAIR_DIR/client"
@@ -56,7 +61,7 @@ perf() {
 	[ -n "$row" ] && awk '{ for (i = 3; i <= NF; i++) if ($i > 0) exit 0; exit 1 }' <<<"$row"
 }
 
-tap_plan 26
+tap_plan 50
 sroce_rxe_pair || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
 for server in rxe sroce; do
 	for size in 1 4096 1048576; do
@@ -66,8 +71,21 @@ for server in rxe sroce; do
 	for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
 		 ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
 		tap_check "$server serves: $t" perf "$server" "$t"
+		tap_check "$server serves: $t --use_old_post_send" \
+			perf "$server" "$t" --use_old_post_send
 	done
-	tap_check "$server serves: ib_write_bw --use_old_post_send" \
-		perf "$server" ib_write_bw --use_old_post_send
+done
+
+# Jumbo frames: path MTU 4096 both ways.
+sroce_reset
+sroce_rxe_pair 9000 || tap_bail "set-up at MTU 9000"
+for server in rxe sroce; do
+	tap_check "MTU 9000, $server serves: ibv_rc_pingpong 1 MiB, path MTU 4096" \
+		pingpong "$server" 1048576 -m 4096
+	tap_check "MTU 9000, $server serves: sroce_integrity, path MTU 4096" \
+		integrity "$server" -m 4096
+	for t in ib_send_bw ib_write_bw ib_read_bw; do
+		tap_check "MTU 9000, $server serves: $t" perf "$server" "$t"
+	done
 done
 tap_done

@@ -5,8 +5,10 @@
 # (rxe0), guest B runs sroce (sroce0), each on its eth1, joined by a
 # virtual Ethernet link. Both guests run this script with the same list of
 # tests; for each, one side serves and the other drives, and each side
-# reports its own half as a TAP point: ibv_rc_pingpong (data checked),
-# sroce_integrity (every byte) and perftest, each side serving in turn.
+# reports its own half as a TAP point: ibv_rc_pingpong at 1 B, 4 KiB and
+# 1 MiB (data checked), sroce_integrity (every byte) and perftest's RC
+# send/write/read/atomic bandwidth and latency tests, each with the
+# ibv_wr_* API and with --use_old_post_send; each side serves in turn.
 #
 #   tools/vm/run2 --a 'tests/vm2/rc-interop.sh' --b 'tests/vm2/rc-interop.sh'
 set -uo pipefail
@@ -28,17 +30,16 @@ fi
 GID=$(sroce_wait_gid "$DEV" "$(sroce_ipv4_gid "$VM_LOCAL_IP")")
 
 # Each test: "SERVING_ROLE NAME" ; the command lines follow from NAME.
-tests=(
-	"a pingpong-4096" "b pingpong-4096"
-	"a pingpong-1048576" "b pingpong-1048576"
-	"a integrity" "b integrity"
-	"a ib_write_bw" "b ib_write_bw"
-	"a ib_read_bw" "b ib_read_bw"
-	"a ib_send_bw" "b ib_send_bw"
-	"a ib_atomic_bw" "b ib_atomic_bw"
-	"a ib_send_lat" "b ib_send_lat"
-	"a ib_read_lat" "b ib_read_lat"
-)
+# "old:TEST" is TEST with --use_old_post_send (ibv_post_send rather than
+# the ibv_wr_* API).
+tests=()
+for t in pingpong-1 pingpong-4096 pingpong-1048576 integrity \
+	 ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw \
+	 ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat \
+	 old:ib_write_bw old:ib_read_bw old:ib_send_bw old:ib_atomic_bw \
+	 old:ib_send_lat old:ib_write_lat old:ib_read_lat old:ib_atomic_lat; do
+	tests+=("a $t" "b $t")
+done
 
 # cmd NAME server|client: the command line for this side.
 cmd() {
@@ -54,6 +55,9 @@ cmd() {
 		else
 			echo "$BIN" -c "$VM_PEER_IP" -d "$DEV" -g "$GID" -w 60 --quick
 		fi ;;
+	old:*)
+		echo "${name#old:}" -d "$DEV" -x "$GID" -n 300 --use_old_post_send \
+			"${peer[@]}" ;;
 	*)
 		# Few iterations: rxe in a 1-vCPU guest moves ~10 MB/s.
 		echo "$name" -d "$DEV" -x "$GID" -n 300 "${peer[@]}" ;;
