@@ -347,7 +347,7 @@ struct sroce_comp {
 	bool error;			/* an error completion was posted */
 	u32 rewind_index;
 	u32 rewind_psn;
-	unsigned long rnr_until;	/* jiffies: RNR NAK back-off */
+	u64 rnr_until;			/* ktime ns: RNR NAK back-off, 0 = none */
 };
 
 /* A READ or atomic the responder executed: replayed for duplicates. */
@@ -447,7 +447,7 @@ struct sroce_qp {
 	struct sroce_comp comp;
 	struct sroce_resp resp;
 	struct timer_list retrans_timer;
-	struct timer_list rnr_timer;
+	struct hrtimer rnr_timer;	/* the RNR back-off is sub-jiffy */
 	struct dst_cache dst_cache;
 
 	refcount_t ref;			/* lookups from the wire + 1 */
@@ -611,7 +611,7 @@ bool sroce_req_drained(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    struct sroce_pkt *pkt);
 void sroce_comp_retrans_timer(struct timer_list *t);
-void sroce_comp_rnr_timer(struct timer_list *t);
+enum hrtimer_restart sroce_comp_rnr_timer(struct hrtimer *t);
 bool sroce_comp_retire(struct sroce_qp *qp);
 void sroce_comp_arm_timer(struct sroce_qp *qp);
 

@@ -193,9 +193,13 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 		 */
 		del_timer(&qp->retrans_timer);
 		comp->retry_left = qp->attr.retry_cnt;
-		comp->rnr_until = jiffies +
-			max_t(unsigned long,
-			      usecs_to_jiffies(sroce_rnr_timer_usecs(value)), 1);
+		/*
+		 * An hrtimer: the RNR timers that matter (0.01 to 1 ms) are
+		 * far below a jiffy, and a jiffy's wait per RNR NAK was most of
+		 * what a receiver running short of WQEs cost.
+		 */
+		comp->rnr_until = ktime_get_ns() +
+			(u64)sroce_rnr_timer_usecs(value) * NSEC_PER_USEC;
 		sroce_comp_rewind(qp);
 		break;
 	case SROCE_AETH_NAK:
@@ -440,9 +444,10 @@ void sroce_comp_retrans_timer(struct timer_list *t)
 }
 
 /* The RNR back-off is over: resend. */
-void sroce_comp_rnr_timer(struct timer_list *t)
+enum hrtimer_restart sroce_comp_rnr_timer(struct hrtimer *t)
 {
-	struct sroce_qp *qp = from_timer(qp, t, rnr_timer);
+	struct sroce_qp *qp = container_of(t, struct sroce_qp, rnr_timer);
 
 	sroce_task_run(&qp->req_task);
+	return HRTIMER_NORESTART;
 }

@@ -213,7 +213,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	sroce_task_init(&qp->req_task, sroce_req_pass);
 	sroce_task_init(&qp->resp_task, sroce_resp_tx_pass);
 	timer_setup(&qp->retrans_timer, sroce_comp_retrans_timer, 0);
-	timer_setup(&qp->rnr_timer, sroce_comp_rnr_timer, 0);
+	hrtimer_init(&qp->rnr_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	qp->rnr_timer.function = sroce_comp_rnr_timer;
 	qp->state = IB_QPS_RESET;
 	qp->mtu = 256;
 	qp->scq = to_scq(init->send_cq);
@@ -431,7 +432,7 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 
 	/* Passes that start now see RESET; wait out those running. */
 	del_timer_sync(&qp->retrans_timer);
-	del_timer_sync(&qp->rnr_timer);
+	hrtimer_cancel(&qp->rnr_timer);
 	sroce_task_sync(&qp->req_task);
 	sroce_task_sync(&qp->resp_task);
 	sroce_resp_reset(qp);
@@ -715,7 +716,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_qp_put(qp);
 	wait_for_completion(&qp->released);
 	del_timer_sync(&qp->retrans_timer);
-	del_timer_sync(&qp->rnr_timer);
+	hrtimer_cancel(&qp->rnr_timer);
 
 	sroce_qp_free_transport(qp);
 	sroce_queue_free(&qp->sq);

@@ -450,10 +450,37 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 	return 0;
 }
 
-/* Fill the header fields of the packet at @offset of @wqe. */
+/*
+ * Will the WQE after the current one go out right behind it, in this
+ * pass? Then the AckReq of the current message's last packet can wait
+ * for a later packet (SROCE_REQ_ACK_EVERY at most): an ACK covers every
+ * PSN before it, and a stream of small messages is not answered one ACK
+ * each. When the requester may stop after this packet (the SQ empty as
+ * far as fetched, a local operation next, the window full, SQD, the
+ * pass's budget spent), it asks now: otherwise nothing would be
+ * acknowledged before the retransmission timer.
+ */
+static bool sroce_req_followed(struct sroce_qp *qp, u32 una, int budget)
+{
+	u32 next = qp->req.index + 1;
+
+	/* A hint without state_lock: a late SQD costs one timer, no more. */
+	if (budget <= 1 || next == qp->req.fetched ||
+	    READ_ONCE(qp->state) != IB_QPS_RTS)
+		return false;
+	if (sroce_wqe_is_local(sroce_req_copy(qp, next)->opcode))
+		return false;
+	return sroce_psn_diff(sroce_psn_add(qp->req.psn, 1), una) <
+	       SROCE_REQ_WINDOW;
+}
+
+/*
+ * Fill the header fields of the packet at @offset of @wqe; @followed: the
+ * next WQE goes out right after this one (sroce_req_followed()).
+ */
 static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 			   const struct sroce_send_meta *m, struct sroce_pkt *pkt,
-			   u32 offset, u32 paylen)
+			   u32 offset, u32 paylen, bool followed)
 {
 	bool first = offset == 0;
 	bool last = offset + paylen >= m->length;
@@ -499,7 +526,8 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 
 	if (qp->ibqp.qp_type == IB_QPT_RC && !(mask & SROCE_M_READ) &&
 	    !(mask & SROCE_M_ATOMIC)) {
-		if (last || ++qp->req.noack >= SROCE_REQ_ACK_EVERY) {
+		if (++qp->req.noack >= SROCE_REQ_ACK_EVERY ||
+		    (last && !followed)) {
 			pkt->ackreq = true;
 			qp->req.noack = 0;
 		}
@@ -656,9 +684,10 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 	while (*budget > 0) {
 		u32 paylen = m->rd_atomic ? 0 :
 			     min(m->length - req->offset, qp->mtu);
-		bool last;
+		bool last = m->rd_atomic || req->offset + paylen >= m->length;
 
-		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen);
+		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen,
+			       last && sroce_req_followed(qp, una, *budget));
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
 			sroce_count(sdev, SROCE_CNT_RETRANSMIT_PACKETS, 1);
 		if (sroce_req_xmit(qp, wqe, &av, &pkt, req->offset, paylen,
@@ -668,7 +697,6 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		}
 		(*budget)--;
 
-		last = m->rd_atomic || req->offset + paylen >= m->length;
 		if (!last) {
 			req->offset += paylen;
 			req->psn = sroce_psn_add(req->psn, 1);
@@ -697,7 +725,8 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 {
 	struct sroce_comp *comp = &qp->comp;
 	struct sroce_req *req = &qp->req;
-	unsigned long flags, until = 0;
+	unsigned long flags;
+	u64 until = 0;
 	bool go = true;
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
@@ -726,7 +755,7 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 			sroce_comp_arm_timer(qp);
 		}
 	}
-	if (go && comp->rnr_until && time_before(jiffies, comp->rnr_until)) {
+	if (go && comp->rnr_until && ktime_get_ns() < comp->rnr_until) {
 		until = comp->rnr_until;
 		go = false;
 	} else {
@@ -737,7 +766,8 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 	if (until)
-		mod_timer(&qp->rnr_timer, until);
+		hrtimer_start(&qp->rnr_timer, ns_to_ktime(until),
+			      HRTIMER_MODE_ABS_SOFT);
 	return go;
 }
 
