@@ -77,25 +77,46 @@ log() { echo "bench: $*"; }
 
 # ---- profiles (--profile) -----------------------------------------------
 
-# profile_start NAME: sample every CPU for the next DUR + 1 seconds.
+# profile_start NAME: sample every CPU until profile_end. perf starts
+# with its events off and turns them on through its control FIFO: under
+# TCG "perf record -a -g" spends seconds setting up, and a sampler that
+# ran a timed workload would sample the idle guest after the test.
 profile_start() {
 	[ -n "$profile" ] || return 0
+	local a
 	mkdir -p "$out/profile"
 	PROFILE_DATA=$out/profile/$1.data
-	command perf record -q -a -g -e cpu-clock -F 499 -o "$PROFILE_DATA" \
-		-- sleep $((dur + 1)) >/dev/null 2>&1 &
+	PROFILE_CTL=$(mktemp -d /tmp/perfctl.XXXXXX)
+	mkfifo "$PROFILE_CTL/ctl" "$PROFILE_CTL/ack"
+	command perf record -q -a -g -e cpu-clock -F 499 -D -1 \
+		--control "fifo:$PROFILE_CTL/ctl,$PROFILE_CTL/ack" \
+		-o "$PROFILE_DATA" >/dev/null 2>&1 &
 	PROFILE_PID=$!
+	# Both FIFOs stay open here for the run (read-write: no blocking
+	# open), so an ack never meets a FIFO without a reader.
+	exec {PROFILE_FD}<>"$PROFILE_CTL/ctl" {PROFILE_ACK}<>"$PROFILE_CTL/ack"
+	echo enable >&"$PROFILE_FD"
+	read -r -t 120 a <&"$PROFILE_ACK" ||
+		log "profile of $1: perf did not acknowledge 'enable'"
 }
 
 # profile_end NAME: wait for the sampler and write OUT/profile/NAME.txt.
 profile_end() {
 	[ -n "$profile" ] || return 0
-	local txt=$out/profile/$1.txt
+	local txt=$out/profile/$1.txt a
+	echo disable >&"$PROFILE_FD"
+	read -r -t 60 a <&"$PROFILE_ACK"
+	exec {PROFILE_FD}>&- {PROFILE_ACK}>&-
+	kill -INT "$PROFILE_PID" 2>/dev/null
 	wait "$PROFILE_PID"
+	rm -rf "$PROFILE_CTL"
 	{
 		echo "== $1: $profile, $(uname -r), flat profile by symbol (self time)"
 		command perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
 			--sort sym --percent-limit 0.4 2>/dev/null | grep -v '^#' | grep -v '^$'
+		echo "== $1: by command and CPU"
+		command perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
+			--sort comm,cpu --percent-limit 0.4 2>/dev/null | grep -v '^#' | grep -v '^$'
 		echo "== $1: by module"
 		command perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
 			--sort dso --percent-limit 0.4 2>/dev/null | grep -v '^#' | grep -v '^$'
