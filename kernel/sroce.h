@@ -132,6 +132,7 @@ struct sroce_dev {
 	u32 key_next;
 	u32 mw_key_next;		/* windows: above SROCE_MAX_MR */
 	atomic_t key_gen;		/* variant byte of the next key */
+	atomic64_t qp_serial;		/* sroce_qp.serial of the last QP */
 	spinlock_t mw_lock;		/* window state (sroce_mw.c) */
 
 	/* Multicast groups and their QPs (see sroce_mcast.c). */
@@ -237,7 +238,7 @@ struct sroce_mr {
 	 * deregistered while any are.
 	 */
 	struct sroce_mr *parent;	/* WINDOW: the MR it is bound to */
-	u32 bound_qpn;			/* WINDOW type 2: the QP it is bound to */
+	u64 bound_qp;			/* WINDOW type 2: serial of its QP */
 	u8 mw_type;			/* WINDOW: IB_MW_TYPE_1 or _2 */
 	u32 nwindows;			/* USER/FAST: windows bound to it */
 	refcount_t ref;			/* data path users + 1 */
@@ -414,6 +415,7 @@ struct sroce_resp {
 
 struct sroce_qp {
 	struct ib_qp ibqp;
+	u64 serial;			/* never reused, unlike the QPN */
 	spinlock_t state_lock;		/* see sroce_qp.c for the locks */
 	spinlock_t sq_lock;
 	spinlock_t rq_lock;

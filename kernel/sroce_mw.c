@@ -10,7 +10,9 @@
  * variant byte: the consumer's for type 2, ibv_inc_rkey() of the old one
  * for type 1). The responder resolves a window's rkey to its MR, checking
  * the window's range, rights and PD and, for type 2 (type 2B in IBTA's
- * terms), that the request came through the QP that bound it.
+ * terms), that the request came through the QP that bound it: named by
+ * the QP's serial, not its QPN, so a QP created later with a reused QPN
+ * does not inherit a destroyed QP's windows.
  *
  * Type 1 windows are rebound at will (length 0 unbinds). Type 2 windows
  * are bound once, then invalidated (LOCAL_INV, or a SEND with invalidate
@@ -155,7 +157,7 @@ u8 sroce_mw_bind(struct sroce_qp *qp, const struct sroce_send_wqe *wqe)
 	win->iova = addr;
 	win->length = len;
 	win->access = access;
-	win->bound_qpn = qp->ibqp.qp_num;
+	win->bound_qp = qp->serial;
 	WRITE_ONCE(win->key, rkey);
 	/* Length 0 unbinds a type 1 window; a type 2 one stays bound. */
 	WRITE_ONCE(win->valid, len || win->mw_type == IB_MW_TYPE_2);
@@ -187,7 +189,7 @@ static int sroce_mw_invalidate(struct sroce_qp *qp, u32 key, bool remote)
 	if (win->mw_type != IB_MW_TYPE_2 || win->ibmr.pd != qp->ibqp.pd ||
 	    win->key != key)
 		goto out;
-	if (win->valid && remote && win->bound_qpn != qp->ibqp.qp_num)
+	if (win->valid && remote && win->bound_qp != qp->serial)
 		goto out;
 	parent = sroce_mw_unbind_locked(win);
 	err = 0;
@@ -225,7 +227,7 @@ static struct sroce_mr *sroce_mw_resolve(struct sroce_mr *win,
 	if (!win->valid || win->key != rkey || !mr ||
 	    win->ibmr.pd != qp->ibqp.pd)
 		return NULL;
-	if (win->mw_type == IB_MW_TYPE_2 && win->bound_qpn != qp->ibqp.qp_num)
+	if (win->mw_type == IB_MW_TYPE_2 && win->bound_qp != qp->serial)
 		return NULL;
 	if ((win->access & access) != access || !sroce_mr_covers(win, iova, len))
 		return NULL;

@@ -254,6 +254,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_transport;
 	}
 	ibqp->qp_num = qp->qpn;
+	qp->serial = atomic64_inc_return(&sdev->qp_serial);
 	sroce_qp_grant_caps(qp, &init->cap);
 
 	if (udata) {
