@@ -798,8 +798,16 @@ void test_read()
 
 // ---- 5. the peer vanishes ---------------------------------------------------
 
-void test_peer_gone(uint8_t retry_cnt, bool destroy)
+// How the responder goes away: its QP destroyed, moved to RESET, or the
+// network between drops everything (netem loss 100% set by the caller:
+// -o blackhole; the responder QP stays in RTS and sees nothing).
+enum gone_how { GONE_DESTROY, GONE_RESET, GONE_BLACKHOLE };
+
+void test_peer_gone(uint8_t retry_cnt, gone_how how)
 {
+	const bool destroy = how == GONE_DESTROY;
+	const char *const what[] = {"destroyed", "moved to RESET",
+				    "cut off (netem loss 100%)"};
 	point P;
 	conn c;
 	region tgt, src;
@@ -810,13 +818,14 @@ void test_peer_gone(uint8_t retry_cnt, bool destroy)
 	const double lo = (retry_cnt + 1) * T * 0.5, hi = 5.0;
 	double elapsed = -1;
 	delta rto(A, "retransmit_timeouts"), rex(A, "retry_exceeded");
-	delta drop(B, destroy ? "rx_drop_no_qp" : "rx_drop_qp_state");
+	delta drop(B, destroy ? "rx_drop_no_qp" :
+		      how == GONE_RESET ? "rx_drop_qp_state" : "rx_packets");
 	char desc[256];
 
 	snprintf(desc, sizeof(desc),
 		 "responder QP %s, timeout 12, retry_cnt %u: SEND RETRY_EXC_ERR after >= %.1f "
 		 "ms and < %.0f s, the WRITE after it flushed",
-		 destroy ? "destroyed" : "moved to RESET", retry_cnt, lo * 1e3, hi);
+		 what[how], retry_cnt, lo * 1e3, hi);
 	if (region_make(P, tgt, "target", B, 4096, ALL_REMOTE, 31) &&
 	    region_make(P, src, "source", A, 4096, IBV_ACCESS_LOCAL_WRITE, 32) &&
 	    conn_make(P, c, p)) {
@@ -824,7 +833,7 @@ void test_peer_gone(uint8_t retry_cnt, bool destroy)
 			if (ibv_destroy_qp(c.b.qp))
 				P.fail("ibv_destroy_qp on %s failed", B.name);
 			c.b.qp = nullptr;
-		} else if (to_state(c.b.qp, IBV_QPS_RESET)) {
+		} else if (how == GONE_RESET && to_state(c.b.qp, IBV_QPS_RESET)) {
 			P.fail("responder -> RESET failed");
 		}
 		double t0 = now(), t1 = 0;
@@ -841,7 +850,8 @@ void test_peer_gone(uint8_t retry_cnt, bool destroy)
 		}
 		expect_state(P, "requester", c.a.qp, IBV_QPS_ERR);
 		if (!destroy)
-			expect_state(P, "responder", c.b.qp, IBV_QPS_RESET);
+			expect_state(P, "responder", c.b.qp,
+				     how == GONE_RESET ? IBV_QPS_RESET : IBV_QPS_RTS);
 		expect_wcs(P, "responder", c.b.cq, c.b.qpn, {});
 		region_check(P, tgt);
 		region_check(P, src);
@@ -851,9 +861,11 @@ void test_peer_gone(uint8_t retry_cnt, bool destroy)
 			  "= %.1f ms)", retry_cnt, elapsed * 1e3, (retry_cnt + 1) * T * 1e3);
 	P.report("%s", desc);
 	snprintf(desc, sizeof(desc),
-		 "retry_cnt %u: %s retransmit_timeouts +%u, retry_exceeded +1; %s %s grew",
-		 retry_cnt, A.name, retry_cnt, B.name, drop.name);
-	check_counters(desc, {{&rto, retry_cnt}, {&rex, 1}, {&drop, -1}});
+		 "retry_cnt %u: %s retransmit_timeouts +%u, retry_exceeded +1; %s %s %s",
+		 retry_cnt, A.name, retry_cnt, B.name, drop.name,
+		 how == GONE_BLACKHOLE ? "+0" : "grew");
+	check_counters(desc, {{&rto, retry_cnt}, {&rex, 1},
+			      {&drop, how == GONE_BLACKHOLE ? 0 : -1}});
 	conn_free(c);
 	region_free(src);
 	region_free(tgt);
@@ -1748,7 +1760,7 @@ bool want_group(const char *groups, const char *g)
 void usage()
 {
 	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
-			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq,mw] "
+			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq,mw|blackhole] "
 			"[--inject rkey] [-v]\n");
 }
 
@@ -1803,8 +1815,8 @@ int main(int argc, char **argv)
 		if (want_group(groups, "read"))
 			test_read();
 		if (want_group(groups, "gone")) {
-			test_peer_gone(3, true);
-			test_peer_gone(0, false);
+			test_peer_gone(3, GONE_DESTROY);
+			test_peer_gone(0, GONE_RESET);
 		}
 		if (want_group(groups, "rnr")) {
 			test_rnr_exceeded(2);
@@ -1824,6 +1836,11 @@ int main(int argc, char **argv)
 			test_srq_limit();
 		if (want_group(groups, "mw"))
 			test_mw();
+		// Only when asked for: the caller has cut the link.
+		if (groups && want_group(groups, "blackhole")) {
+			test_peer_gone(3, GONE_BLACKHOLE);
+			test_peer_gone(0, GONE_BLACKHOLE);
+		}
 	}
 	close_dev(B);
 	close_dev(A);

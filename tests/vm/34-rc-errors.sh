@@ -6,13 +6,13 @@
 # WRITE/READ with bad rkeys, out of bounds, without access rights
 # (REM_ACCESS_ERR, memory unchanged, the rest flushed, the responder in
 # ERR), a vanished peer (RETRY_EXC_ERR in bounded time, retry_cnt 3 and
-# 0), RNR (RNR_RETRY_EXC_ERR; rnr_retry 7 recovers), atomics, a SEND too
-# large for its receive (REM_INV_REQ_ERR / LOC_LEN_ERR), memory windows
-# (type 1 and 2: bind, access through them, bounds and rights, LOCAL_INV
-# and SEND with invalidate, type 2B's QP check, bind errors, an MR kept
-# from dereg while a window is bound to it). Then the error
-# counters (rdma statistic), the resource counts back to the MAD layer's,
-# and rmmod.
+# 0, and netem loss 100%), RNR (RNR_RETRY_EXC_ERR; rnr_retry 7 recovers),
+# atomics, a SEND too large for its receive (REM_INV_REQ_ERR /
+# LOC_LEN_ERR), memory windows (type 1 and 2: bind, access through them,
+# bounds and rights, LOCAL_INV and SEND with invalidate, type 2B's QP
+# check, bind errors, an MR kept from dereg while a window is bound to
+# it). Then the error counters (rdma statistic), the resource counts back
+# to the MAD layer's, and rmmod.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -39,7 +39,7 @@ stat_positive() {
 	return $rc
 }
 
-tap_plan 6
+tap_plan 7
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 
 TAP_VERBOSE=1 tap_check "sroce_rc_errors (bad rkey, bounds, access, READ, peer gone, RNR, atomics, length, SRQ, memory windows)" \
@@ -49,6 +49,20 @@ tap_check "sroce0 (requester): error_nak_received, retry_exceeded, rnr_nak_recei
 	stat_positive sroce0 error_nak_received retry_exceeded rnr_nak_received
 tap_check "sroce1 (responder): error_nak_sent, rnr_nak_sent, rx_drop_no_qp > 0" \
 	stat_positive sroce1 error_nak_sent rnr_nak_sent rx_drop_no_qp
+
+# The peer is alive but the network drops everything: the requester gives
+# up after retry_cnt timeouts and flushes the rest; nothing reaches sroce1.
+blackhole() {
+	local rc
+	ip netns exec nsA tc qdisc add dev vethA root netem loss 100% || return 1
+	timeout 120 "$SROCE_BIN/sroce_rc_errors" -a sroce0 -A "$SROCE_GID_A" \
+		-b sroce1 -B "$SROCE_GID_B" -o blackhole
+	rc=$?
+	ip netns exec nsA tc qdisc del dev vethA root
+	return $rc
+}
+TAP_VERBOSE=1 tap_check "netem loss 100%: RETRY_EXC_ERR after retry_cnt timeouts (3 and 0), the rest flushed, nothing arrives" \
+	blackhole
 tap_eq "sroce0: rdma resource counts back to the MAD layer's own" \
 	"$(sroce_resources sroce0)" "$SROCE_MAD_OBJECTS"
 tap_eq "sroce1: rdma resource counts back to the MAD layer's own" \
