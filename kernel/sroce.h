@@ -241,6 +241,7 @@ struct sroce_mr {
 	u64 bound_qp;			/* WINDOW type 2: serial of its QP */
 	u8 mw_type;			/* WINDOW: IB_MW_TYPE_1 or _2 */
 	u32 nwindows;			/* USER/FAST: windows bound to it */
+	bool dying;			/* USER/FAST: being deregistered */
 	refcount_t ref;			/* data path users + 1 */
 	struct completion released;
 	struct rcu_head rcu;

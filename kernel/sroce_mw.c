@@ -20,11 +20,14 @@
  * offered.
  *
  * Locking: sdev->mw_lock (taken with bottom halves off: the responder runs
- * in softirq) covers every window's state and the MRs' nwindows counts,
- * and deregistration's check-and-remove of an MR's key, so a bind either
- * finds the MR and holds it or sees it gone. Readers find a window under
- * RCU and a reference (sroce_mr_get) like any key, then read its binding
- * under the lock. A bound window holds a reference on its MR.
+ * in softirq) covers every window's state, the MRs' nwindows counts and
+ * dying flags: deregistration marks an MR dying only while no window is
+ * bound to it, and a bind takes no dying MR, so a bind either holds the
+ * MR or sees it go. Keys are looked up under RCU (xa_load); the key
+ * table's own lock, which process context takes with bottom halves on,
+ * is never taken under mw_lock. Readers find a window under RCU and a
+ * reference (sroce_mr_get) like any key, then read its binding under the
+ * lock. A bound window holds a reference on its MR.
  */
 
 #include "sroce.h"
@@ -67,8 +70,9 @@ int sroce_dealloc_mw(struct ib_mw *ibmw)
 	struct sroce_mr *win = to_smw(ibmw)->win;
 	struct sroce_mr *parent;
 
-	spin_lock_bh(&sdev->mw_lock);
+	/* No bind finds it now; one under way has finished when we lock. */
 	xa_erase(&sdev->key_xa, win->key >> 8);
+	spin_lock_bh(&sdev->mw_lock);
 	parent = sroce_mw_unbind_locked(win);
 	spin_unlock_bh(&sdev->mw_lock);
 	if (parent)
@@ -92,8 +96,10 @@ bool sroce_mr_unhook(struct sroce_dev *sdev, struct sroce_mr *mr)
 	spin_lock_bh(&sdev->mw_lock);
 	busy = mr->nwindows;
 	if (!busy)
-		xa_erase(&sdev->key_xa, mr->key >> 8);
+		mr->dying = true;
 	spin_unlock_bh(&sdev->mw_lock);
+	if (!busy)
+		xa_erase(&sdev->key_xa, mr->key >> 8);
 	return !busy;
 }
 
@@ -105,7 +111,8 @@ static struct sroce_mr *sroce_mw_bind_target(struct sroce_dev *sdev,
 	struct sroce_mr *mr = xa_load(&sdev->key_xa, lkey >> 8);
 
 	if (!mr || (mr->type != SROCE_MR_USER && mr->type != SROCE_MR_FAST) ||
-	    !mr->valid || mr->key != lkey || mr->ibmr.pd != qp->ibqp.pd)
+	    mr->dying || !mr->valid || mr->key != lkey ||
+	    mr->ibmr.pd != qp->ibqp.pd)
 		return NULL;
 	if (!(mr->access & IB_ACCESS_MW_BIND) ||
 	    !sroce_mr_covers(mr, addr, len))

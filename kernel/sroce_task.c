@@ -34,13 +34,26 @@ static bool sroce_task_claim(struct sroce_task *task)
 	}
 }
 
-/* Run passes until one finds nothing left; the caller owns the task. */
+/*
+ * Run passes until one finds nothing left; the caller owns the task.
+ *
+ * A caller runs at most SROCE_TASK_MAX_PASSES passes, those asked for
+ * while it ran included, then the workqueue goes on. The bound matters
+ * for passes that ask for the next one themselves: on veth a pass's own
+ * packets are answered inside it (the peer's receive runs in the send's
+ * local_bh_enable()), so an RNR back-off shorter than a pass would have
+ * the requester resend from the application's post_send() for ever, while
+ * only that application could post the receive that ends it.
+ */
 static void sroce_task_loop(struct sroce_task *task)
 {
+	bool atomic_ctx = in_softirq() || irqs_disabled();
 	int passes = 0;
 
 	for (;;) {
-		if (READ_ONCE(task->stopped) || !task->fn(task)) {
+		bool more = !READ_ONCE(task->stopped) && task->fn(task);
+
+		if (!more) {
 			if (task->defer && !READ_ONCE(task->stopped)) {
 				task->defer = false;
 				queue_work(sroce_linger_wq, &task->work);
@@ -53,15 +66,14 @@ static void sroce_task_loop(struct sroce_task *task)
 				return;
 			/* Asked again while running: one more pass. */
 			atomic_set(&task->state, SROCE_TASK_RUNNING);
-			continue;
 		}
 		/* The budget ran out: go on from the workqueue. */
-		if (++passes >= SROCE_TASK_MAX_PASSES || in_softirq() ||
-		    irqs_disabled()) {
+		if (++passes >= SROCE_TASK_MAX_PASSES || (more && atomic_ctx)) {
 			queue_work(sroce_wq, &task->work);
 			return;
 		}
-		cond_resched();
+		if (!atomic_ctx)
+			cond_resched();
 	}
 }
 
