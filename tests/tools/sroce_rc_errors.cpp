@@ -1312,6 +1312,33 @@ ibv_mw *alloc_window(point &P, ibv_mw_type type)
 	return mw;
 }
 
+// The set-up most window tests share: an 8 KiB target MR on B that windows
+// may bind to, a local buffer on A, a connected QP pair and a type 1 window.
+struct mw_pair {
+	conn c;
+	region tgt, loc;
+	ibv_mw *mw = nullptr;
+
+	bool make(point &P, uint32_t seed)
+	{
+		qp_params p;
+		return region_make(P, tgt, "target", B, 8192, MW_MR, seed) &&
+		       region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE,
+				   seed + 1) &&
+		       conn_make(P, c, p) && (mw = alloc_window(P, IBV_MW_TYPE_1));
+	}
+
+	void free()
+	{
+		if (mw)
+			ibv_dealloc_mw(mw);
+		mw = nullptr;
+		conn_free(c);
+		region_free(loc);
+		region_free(tgt);
+	}
+};
+
 void test_mw_device()
 {
 	point P;
@@ -1347,14 +1374,12 @@ void test_mw_device()
 void test_mw_type1()
 {
 	point P;
-	conn c;
-	region tgt, loc;
-	qp_params p;
-	ibv_mw *mw = nullptr;
+	mw_pair e;
+	conn &c = e.c;
+	region &tgt = e.tgt, &loc = e.loc;
+	ibv_mw *&mw = e.mw;
 
-	if (region_make(P, tgt, "target", B, 8192, MW_MR, 91) &&
-	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 92) &&
-	    conn_make(P, c, p) && (mw = alloc_window(P, IBV_MW_TYPE_1))) {
+	if (e.make(P, 91)) {
 		uint32_t k0 = mw->rkey;
 		posted(P, bind_window(c.b.qp, mw, 50, tgt, 1024, 4096, MW_RW), "bind", 50);
 		uint32_t k1 = mw->rkey;
@@ -1393,11 +1418,7 @@ void test_mw_type1()
 	P.report("type 1 window: ibv_bind_mw gives a new key; a 3-packet WRITE and a READ "
 		 "through it land; rebound elsewhere READ-only, a READ there lands and the "
 		 "old key gets REM_ACCESS_ERR, target unchanged");
-	if (mw)
-		ibv_dealloc_mw(mw);
-	conn_free(c);
-	region_free(loc);
-	region_free(tgt);
+	e.free();
 }
 
 // A type 1 window on [1024, 5120) of an 8 KiB MR with @win_access: the
@@ -1414,14 +1435,12 @@ struct mw_denied {
 void run_mw_denied(const mw_denied &k)
 {
 	point P;
-	conn c;
-	region tgt, loc;
-	qp_params p;
-	ibv_mw *mw = nullptr;
+	mw_pair e;
+	conn &c = e.c;
+	region &tgt = e.tgt, &loc = e.loc;
+	ibv_mw *&mw = e.mw;
 
-	if (region_make(P, tgt, "target", B, 8192, MW_MR, 93) &&
-	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 94) &&
-	    conn_make(P, c, p) && (mw = alloc_window(P, IBV_MW_TYPE_1))) {
+	if (e.make(P, 93)) {
 		posted(P, bind_window(c.b.qp, mw, 50, tgt, 1024, 4096, k.win_access), "bind",
 		       50);
 		std::vector<want> wb = {{50, IBV_WC_SUCCESS, IBV_WC_BIND_MW}};
@@ -1440,11 +1459,7 @@ void run_mw_denied(const mw_denied &k)
 		region_check(P, loc);
 	}
 	P.report("%s", k.desc);
-	if (mw)
-		ibv_dealloc_mw(mw);
-	conn_free(c);
-	region_free(loc);
-	region_free(tgt);
+	e.free();
 }
 
 // The first completion of @cq within g_wait seconds.
@@ -1639,14 +1654,12 @@ void run_mw_bind_bad(const mw_bind_bad &k)
 void test_mw_dereg_busy()
 {
 	point P;
-	conn c;
-	region tgt, loc;
-	qp_params p;
-	ibv_mw *mw = nullptr;
+	mw_pair e;
+	conn &c = e.c;
+	region &tgt = e.tgt, &loc = e.loc;
+	ibv_mw *&mw = e.mw;
 
-	if (region_make(P, tgt, "target", B, 8192, MW_MR, 103) &&
-	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 104) &&
-	    conn_make(P, c, p) && (mw = alloc_window(P, IBV_MW_TYPE_1))) {
+	if (e.make(P, 103)) {
 		posted(P, bind_window(c.b.qp, mw, 50, tgt, 0, 8192, MW_RW), "bind", 50);
 		expect_wcs(P, "binder", c.b.cq, c.b.qpn, {{50, IBV_WC_SUCCESS, IBV_WC_BIND_MW}});
 		int r = ibv_dereg_mr(tgt.mr);
@@ -1686,11 +1699,7 @@ void test_mw_dereg_busy()
 	P.report("an MR with a window bound: ibv_dereg_mr EBUSY and the MR still works; the "
 		 "window's key as an lkey: LOC_PROT_ERR; dealloc the bound window, then "
 		 "dereg succeeds");
-	if (mw)
-		ibv_dealloc_mw(mw);
-	conn_free(c);
-	region_free(loc);
-	region_free(tgt);
+	e.free();
 }
 
 void test_mw()
