@@ -21,6 +21,7 @@
  */
 
 #include <linux/module.h>
+#include <linux/sched/stat.h>
 
 #include "sroce.h"
 #include "sroce_pkt.h"
@@ -806,6 +807,13 @@ static int sroce_req_linger(struct sroce_qp *qp)
 	if (!req->linger_ns)
 		req->linger_ns = ktime_get_ns();
 	while (ktime_get_ns() - req->linger_ns < SROCE_REQ_LINGER_NS) {
+		/*
+		 * Poll only a CPU nobody else wants: beside a busy-polling
+		 * application (a receiver's poll_cq loop) the spin would take
+		 * its time, and the kworker is not preempted while it spins.
+		 */
+		if (!single_task_running() || need_resched())
+			break;
 		cpu_relax();
 		if (READ_ONCE(qp->sq.hdr->prod) == qp->sq.prod)
 			continue;
