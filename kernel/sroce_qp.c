@@ -728,8 +728,14 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 /* The doorbell and kernel posting ----------------------------------- */
 
 /*
- * The doorbell: run the requester here, in the system call. It checks
- * the WQEs userspace published and sends them (sroce_req.c).
+ * The doorbell: run the requester, which checks the WQEs userspace
+ * published and sends them (sroce_req.c). A lone post runs it here, in
+ * the system call: the shortest path for a ping-pong. A post that comes
+ * right after the requester went idle is a stream, and there the pass
+ * goes to a worker: on veth a pass sends, receives the peer's answer and
+ * completes inside the call, so the application would post one message
+ * per round trip; handed off, it posts on while the worker sends (64 B
+ * ib_send_bw: 0.011 -> 0.019 Mpps, medians of five).
  */
 static void sroce_qp_doorbell(struct sroce_qp *qp)
 {
@@ -737,8 +743,11 @@ static void sroce_qp_doorbell(struct sroce_qp *qp)
 
 	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DOORBELLS, 1);
 	/* Posted right after the requester went idle: a stream. */
-	if (idle && ktime_get_ns() - idle < SROCE_REQ_BURST_NS)
+	if (idle && ktime_get_ns() - idle < SROCE_REQ_BURST_NS) {
 		WRITE_ONCE(qp->req.streaming, true);
+		sroce_task_schedule_linger(&qp->req_task);
+		return;
+	}
 	sroce_task_run(&qp->req_task);
 }
 

@@ -129,6 +129,21 @@ void sroce_task_schedule(struct sroce_task *task)
 }
 
 /**
+ * sroce_task_schedule_linger - run @task from the unbound workqueue
+ * @task: the task
+ *
+ * For a doorbell of a streaming application: the pass runs on whatever
+ * CPU is free, while the application goes on posting.
+ */
+void sroce_task_schedule_linger(struct sroce_task *task)
+{
+	if (READ_ONCE(task->stopped))
+		return;
+	if (sroce_task_claim(task))
+		queue_work(sroce_linger_wq, &task->work);
+}
+
+/**
  * sroce_task_sync - wait until no pass of @task is running
  * @task: the task
  *

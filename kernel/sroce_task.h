@@ -39,6 +39,7 @@ void sroce_task_init(struct sroce_task *task,
 void sroce_task_run(struct sroce_task *task);
 void sroce_task_defer(struct sroce_task *task);
 void sroce_task_schedule(struct sroce_task *task);
+void sroce_task_schedule_linger(struct sroce_task *task);
 void sroce_task_sync(struct sroce_task *task);
 void sroce_task_stop(struct sroce_task *task);
 
