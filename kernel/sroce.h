@@ -331,6 +331,9 @@ struct sroce_req {
 	u32 sent;			/* WQEs published (= comp.sent) */
 	u32 resend_until;		/* PSNs before this are resends */
 	u32 noack;			/* packets since the last AckReq */
+	u32 ssn;			/* of the last message started (RC) */
+	u32 lsn;			/* comp's credit limit, at sync */
+	bool credits_unlimited;		/* ... and whether there is one */
 	bool stopped;			/* an error WQE was reached */
 	bool streaming;			/* doorbells come back to back */
 	u64 idle_ns;			/* when it last asked for a kick */
@@ -343,6 +346,8 @@ struct sroce_comp {
 	u32 max_psn;			/* one past the last PSN handed out */
 	u32 una;			/* oldest unacknowledged PSN */
 	u32 rd_atomic;			/* READs/atomics in flight */
+	u32 lsn;			/* credit limit: last SSN with a WQE */
+	bool credits_unlimited;		/* the responder does not count */
 	u8 retry_left;
 	u8 rnr_left;
 	bool rewind;			/* requester goes back to: */

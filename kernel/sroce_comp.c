@@ -35,6 +35,54 @@ u32 sroce_rnr_timer_usecs(u8 value)
 	return sroce_rnr_usecs[value & SROCE_AETH_VALUE_MASK];
 }
 
+/* The AETH credit count field: code -> receive WQEs (31: invalid). */
+static const u16 sroce_credit_counts[SROCE_AETH_CREDIT_INVALID] = {
+	0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
+	512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+	24576, 32768,
+};
+
+/* Receive WQEs an ACK's credit code stands for; U32_MAX for "invalid". */
+u32 sroce_credit_count(u8 code)
+{
+	code &= SROCE_AETH_VALUE_MASK;
+	return code < SROCE_AETH_CREDIT_INVALID ? sroce_credit_counts[code] :
+						  U32_MAX;
+}
+
+/* The code for @n receive WQEs: the largest count not above @n. */
+u8 sroce_credit_code(u32 n)
+{
+	u8 code = SROCE_AETH_CREDIT_INVALID - 1;
+
+	while (code && sroce_credit_counts[code] > n)
+		code--;
+	return code;
+}
+
+/*
+ * End-to-end flow control: the credit field of an ACK-type AETH counts
+ * the receive WQEs the responder holds beyond the MSN it carries, so the
+ * messages up to MSN + credits have one waiting (the limit, comp->lsn).
+ * "Invalid" (a responder with an SRQ, or one that does not count, such as
+ * rdma_rxe) lifts the limit for the life of the connection. An older ACK
+ * never lowers it.
+ */
+static void sroce_comp_credits(struct sroce_qp *qp, const struct sroce_pkt *pkt)
+{
+	struct sroce_comp *comp = &qp->comp;
+	u8 code = sroce_aeth_value(pkt->syndrome);
+	u32 lsn;
+
+	if (code == SROCE_AETH_CREDIT_INVALID) {
+		comp->credits_unlimited = true;
+		return;
+	}
+	lsn = (pkt->msn + sroce_credit_count(code)) & SROCE_MSN_MASK;
+	if (sroce_psn_diff(lsn, comp->lsn) > 0)
+		comp->lsn = lsn;
+}
+
 static struct sroce_send_meta *sroce_comp_meta(struct sroce_qp *qp, u32 index)
 {
 	return &qp->sq_meta[index & sroce_queue_mask(&qp->sq)];
@@ -381,6 +429,9 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_count(sdev, SROCE_CNT_RESP_DROP, 1);
 		return;
 	}
+	if ((pkt->mask & SROCE_M_AETH) &&
+	    sroce_aeth_type(pkt->syndrome) == SROCE_AETH_ACK)
+		sroce_comp_credits(qp, pkt);
 	if (pkt->mask & (SROCE_M_READ | SROCE_M_ATOMIC)) {
 		/* A READ response's AETH can only carry an ACK. */
 		if ((pkt->mask & SROCE_M_AETH) &&

@@ -267,6 +267,8 @@ static inline bool sroce_read_resp_fits(u8 opcode, u32 paylen, bool first,
 
 /* sroce_comp.c */
 u32 sroce_rnr_timer_usecs(u8 value);
+u32 sroce_credit_count(u8 code);
+u8 sroce_credit_code(u32 n);
 
 /* sroce_opcode.c */
 void sroce_hdr_build(u8 *buf, const struct sroce_pkt *pkt);

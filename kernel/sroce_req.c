@@ -94,6 +94,33 @@ static bool sroce_wqe_is_local(u8 opcode)
 	       opcode == SROCE_WR_REG_MR;
 }
 
+/* Messages that consume a receive WQE at the responder. */
+static bool sroce_wqe_uses_rwqe(u8 opcode)
+{
+	return opcode == SROCE_WR_SEND || opcode == SROCE_WR_SEND_WITH_IMM ||
+	       opcode == SROCE_WR_SEND_WITH_INV ||
+	       opcode == SROCE_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/*
+ * End-to-end credits (sroce_comp_credits()): may the next new message,
+ * SSN req->ssn + 1, start? One that consumes a receive WQE only up to one
+ * beyond the limit: the one beyond probes a responder that may have
+ * posted more since its last ACK (or answers RNR NAK if not), and its ACK
+ * brings the new limit. So the sender waits instead of drawing RNR NAKs
+ * and go-back-N resends from a receiver that is behind.
+ */
+static bool sroce_req_has_credit(const struct sroce_qp *qp,
+				 const struct sroce_send_wqe *wqe)
+{
+	const struct sroce_req *req = &qp->req;
+
+	if (qp->ibqp.qp_type != IB_QPT_RC || req->credits_unlimited ||
+	    !sroce_wqe_uses_rwqe(wqe->opcode))
+		return true;
+	return sroce_psn_diff(req->ssn, req->lsn) <= 0;
+}
+
 static bool sroce_qp_is_ud(const struct sroce_qp *qp)
 {
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
@@ -469,7 +496,8 @@ static bool sroce_req_followed(struct sroce_qp *qp, u32 una, int budget)
 	if (budget <= 1 || next == qp->req.fetched ||
 	    READ_ONCE(qp->state) != IB_QPS_RTS)
 		return false;
-	if (sroce_wqe_is_local(sroce_req_copy(qp, next)->opcode))
+	if (sroce_wqe_is_local(sroce_req_copy(qp, next)->opcode) ||
+	    !sroce_req_has_credit(qp, sroce_req_copy(qp, next)))
 		return false;
 	return sroce_psn_diff(sroce_psn_add(qp->req.psn, 1), una) <
 	       SROCE_REQ_WINDOW;
@@ -636,7 +664,7 @@ static bool sroce_req_may_send(struct sroce_qp *qp,
 		return false;
 	if ((wqe->flags & SROCE_WQE_F_FENCE) && rd_atomic)
 		return false;
-	return true;
+	return sroce_req_has_credit(qp, wqe);
 }
 
 /* Send what the budget allows of the WQE at req->index. */
@@ -676,6 +704,8 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 			sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
 			return sroce_req_fail(qp, m, m->status);
 		}
+		if (qp->ibqp.qp_type == IB_QPT_RC)
+			req->ssn = sroce_psn_add(req->ssn, 1);
 		m->first_psn = req->psn;
 		m->last_psn = sroce_psn_add(req->psn,
 					    sroce_req_npkts(qp, wqe, m->length) - 1);
@@ -764,6 +794,8 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 	}
 	*una = comp->una;
 	*rd_atomic = comp->rd_atomic;
+	req->lsn = comp->lsn;
+	req->credits_unlimited = comp->credits_unlimited;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 	if (until)

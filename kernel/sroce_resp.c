@@ -32,6 +32,17 @@
 
 #define SROCE_RESP_TX_BUDGET	64
 
+/*
+ * End-to-end credits: every ACK-type AETH of a QP with its own receive
+ * queue counts the receive WQEs posted beyond its MSN (an SRQ's, shared,
+ * cannot be promised to one peer: "invalid"). Off: always "invalid", as
+ * rdma_rxe sends.
+ */
+static bool sroce_credits = true;
+module_param_named(credits, sroce_credits, bool, 0644);
+MODULE_PARM_DESC(credits,
+		 "Advertise receive WQEs in ACKs (end-to-end flow control; default: on)");
+
 /* What handling a request leaves to do once resp_lock is dropped. */
 #define SROCE_RESP_KICK		BIT(0)	/* run the transmit task */
 #define SROCE_RESP_ERROR	BIT(1)	/* move the QP to ERR */
@@ -223,6 +234,21 @@ static int sroce_resp_take_rwqe(struct sroce_qp *qp)
 	}
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
 	return n;
+}
+
+/* The credit code for the AETH of an ACK, READ response or atomic ACK. */
+static u8 sroce_resp_credit(struct sroce_qp *qp)
+{
+	unsigned long flags;
+	int n;
+
+	if (qp->srq || !READ_ONCE(sroce_credits))
+		return SROCE_AETH_CREDIT_INVALID;
+	spin_lock_irqsave(&qp->rq_lock, flags);
+	/* A corrupt ring promises nothing; taking a WQE will fail the QP. */
+	n = qp->rq_flushed ? 0 : sroce_queue_refresh_prod(&qp->rq);
+	spin_unlock_irqrestore(&qp->rq_lock, flags);
+	return sroce_credit_code(n < 0 ? 0 : n);
 }
 
 /* Post the receive completion of the loaded WQE and free its slot. */
@@ -915,6 +941,9 @@ static struct sk_buff *sroce_resp_build(struct sroce_qp *qp,
 	}
 
 	*hdr_len = sroce_opcode_table[pkt.opcode].hdr_len;
+	if ((sroce_opcode_table[pkt.opcode].mask & SROCE_M_AETH) &&
+	    sroce_aeth_type(pkt.syndrome) == SROCE_AETH_ACK)
+		pkt.syndrome = sroce_resp_credit(qp);
 	pkt.pad = sroce_pad(paylen);
 	skb = sroce_resp_build_lent(sdev, mr, res->va + tx->off, &pkt,
 				    *hdr_len, paylen);

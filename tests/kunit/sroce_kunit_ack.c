@@ -137,6 +137,33 @@ static void sroce_ack_rnr_timer(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sroce_rnr_timer_usecs(0x2c), 640U);
 }
 
+/* The AETH credit count field: code <-> receive WQEs. */
+static void sroce_ack_credit_codes(struct kunit *test)
+{
+	u32 n;
+	u8 c;
+
+	KUNIT_EXPECT_EQ(test, sroce_credit_count(0), 0U);
+	KUNIT_EXPECT_EQ(test, sroce_credit_count(5), 6U);
+	KUNIT_EXPECT_EQ(test, sroce_credit_count(18), 512U);
+	KUNIT_EXPECT_EQ(test, sroce_credit_count(30), 32768U);
+	KUNIT_EXPECT_EQ(test, sroce_credit_count(31), U32_MAX);
+	for (c = 1; c < 31; c++)
+		KUNIT_EXPECT_GT(test, sroce_credit_count(c),
+				sroce_credit_count(c - 1));
+	/* Encoding rounds down: never promise a WQE that is not there. */
+	for (n = 0; n < 70000; n += 1 + n / 7) {
+		c = sroce_credit_code(n);
+		KUNIT_EXPECT_LT(test, c, 31);
+		KUNIT_EXPECT_LE(test, sroce_credit_count(c), n);
+		if (c < 30)
+			KUNIT_EXPECT_GT(test, sroce_credit_count(c + 1), n);
+	}
+	KUNIT_EXPECT_EQ(test, sroce_credit_code(5), 4);
+	KUNIT_EXPECT_EQ(test, sroce_credit_code(6), 5);
+	KUNIT_EXPECT_EQ(test, sroce_credit_code(100000), 30);
+}
+
 /* FIRST and MIDDLE carry exactly the path MTU; LAST and ONLY at most. */
 static void sroce_ack_paylen(struct kunit *test)
 {
@@ -277,6 +304,7 @@ static struct kunit_case sroce_ack_cases[] = {
 	KUNIT_CASE(sroce_ack_nak_status),
 	KUNIT_CASE(sroce_ack_scatter_nak),
 	KUNIT_CASE(sroce_ack_rnr_timer),
+	KUNIT_CASE(sroce_ack_credit_codes),
 	KUNIT_CASE(sroce_ack_paylen),
 	KUNIT_CASE(sroce_ack_read_resp_fits),
 	KUNIT_CASE(sroce_ack_msg_in_order),

@@ -1734,6 +1734,84 @@ void test_mw()
 	test_mw_dereg_busy();
 }
 
+// ---- 11. end-to-end credits -------------------------------------------------
+
+// A receiver that keeps 8 receives posted and reposts one 2 ms after each
+// completion; the sender posts 64 SENDs at once. With end-to-end credits
+// the sender holds what the receiver cannot take and probes with one
+// message: every RNR NAK costs that probe only. Without them the sender
+// runs ahead, the responder drops what follows each RNR-NAKed SEND as out
+// of sequence and the requester resends it all (go-back-N).
+void test_credits()
+{
+	point P;
+	conn c;
+	region src, rbuf;
+	qp_params p;
+	const int nmsg = 64, window = 8, len = 100, slot = 128;
+	delta rnr(A, "rnr_nak_received"), retx(A, "retransmitted_packets");
+	delta ooo(B, "rx_drop_out_of_sequence");
+
+	if (region_make(P, src, "source", A, nmsg * len, IBV_ACCESS_LOCAL_WRITE, 111) &&
+	    region_make(P, rbuf, "receive buffers", B, nmsg * slot, IBV_ACCESS_LOCAL_WRITE,
+			112) &&
+	    conn_make(P, c, p)) {
+		for (int i = 0; i < window; i++)
+			posted(P, post_recv(c.b.qp, 1000 + i, rbuf, i * slot, slot), "receive",
+			       1000 + i);
+		std::vector<want> ws;
+		for (int i = 0; i < nmsg; i++) {
+			posted(P, post(c.a.qp, 1 + i, IBV_WR_SEND, src, i * len, len), "SEND", 1 + i);
+			ws.push_back({static_cast<uint64_t>(1 + i), IBV_WC_SUCCESS, IBV_WC_SEND});
+			rbuf.expect(i * slot, src.mem + i * len, len);
+		}
+		int got = 0, next = window;
+		double end = now() + 3 * g_wait;
+		while (got < nmsg && now() < end) {
+			auto w = poll_n(c.b.cq, 1, 0.05);
+			if (w.empty())
+				continue;
+			const ibv_wc &g = w[0];
+			if (g.wr_id != static_cast<uint64_t>(1000 + got) || g.status != IBV_WC_SUCCESS ||
+			    g.opcode != IBV_WC_RECV || g.byte_len != static_cast<uint32_t>(len))
+				P.fail("receive %d: wr_id %llu %s opcode %d byte_len %u, want %d success "
+				       "RECV %d", got, static_cast<unsigned long long>(g.wr_id),
+				       ibv_wc_status_str(g.status), g.opcode, g.byte_len, 1000 + got,
+				       len);
+			got++;
+			usleep(2000);
+			if (next < nmsg) {
+				posted(P, post_recv(c.b.qp, 1000 + next, rbuf, next * slot, slot),
+				       "receive", 1000 + next);
+				next++;
+			}
+		}
+		if (got < nmsg)
+			P.fail("%d of %d receives completed within %g s", got, nmsg, 3 * g_wait);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn, ws);
+		region_check(P, rbuf);
+		region_check(P, src);
+	}
+	P.report("%d SENDs into a receiver that keeps %d receives posted and reposts one "
+		 "2 ms after each completion: all complete, in order, intact", nmsg, window);
+
+	point Q;
+	long long r = rnr.grown(), x = retx.grown(), o = ooo.grown();
+	if (!rnr.available() || !retx.available() || !ooo.available()) {
+		skip("end-to-end credits: counters", "no such hw counter");
+	} else {
+		if (o != 0 || x > r)
+			Q.fail("%s rnr_nak_received +%lld, retransmitted_packets +%lld; %s "
+			       "rx_drop_out_of_sequence +%lld", A.name, r, x, B.name, o);
+		Q.report("end-to-end credits: nothing sent behind an RNR-NAKed probe (%s "
+			 "rx_drop_out_of_sequence +%lld, retransmitted_packets +%lld <= "
+			 "rnr_nak_received +%lld)", B.name, o, x, r);
+	}
+	conn_free(c);
+	region_free(rbuf);
+	region_free(src);
+}
+
 // ---- main -------------------------------------------------------------------
 
 bool open_dev(dev &d)
@@ -1769,7 +1847,7 @@ bool want_group(const char *groups, const char *g)
 void usage()
 {
 	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
-			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq,mw|blackhole] "
+			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq,mw,credits|blackhole] "
 			"[--inject rkey] [-v]\n");
 }
 
@@ -1845,6 +1923,8 @@ int main(int argc, char **argv)
 			test_srq_limit();
 		if (want_group(groups, "mw"))
 			test_mw();
+		if (want_group(groups, "credits"))
+			test_credits();
 		// Only when asked for: the caller has cut the link.
 		if (groups && want_group(groups, "blackhole")) {
 			test_peer_gone(3, GONE_BLACKHOLE);
