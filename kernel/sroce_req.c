@@ -491,13 +491,14 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 static bool sroce_req_followed(struct sroce_qp *qp, u32 una, int budget)
 {
 	u32 next = qp->req.index + 1;
+	const struct sroce_send_wqe *wqe;
 
 	/* A hint without state_lock: a late SQD costs one timer, no more. */
 	if (budget <= 1 || next == qp->req.fetched ||
 	    READ_ONCE(qp->state) != IB_QPS_RTS)
 		return false;
-	if (sroce_wqe_is_local(sroce_req_copy(qp, next)->opcode) ||
-	    !sroce_req_has_credit(qp, sroce_req_copy(qp, next)))
+	wqe = sroce_req_copy(qp, next);
+	if (sroce_wqe_is_local(wqe->opcode) || !sroce_req_has_credit(qp, wqe))
 		return false;
 	return sroce_psn_diff(sroce_psn_add(qp->req.psn, 1), una) <
 	       SROCE_REQ_WINDOW;

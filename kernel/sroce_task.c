@@ -114,6 +114,16 @@ void sroce_task_run(struct sroce_task *task)
 		sroce_task_loop(task);
 }
 
+/* Claim @task and run it from @wq, or make its current runner go again. */
+static void sroce_task_queue(struct sroce_task *task,
+			     struct workqueue_struct *wq)
+{
+	if (READ_ONCE(task->stopped))
+		return;
+	if (sroce_task_claim(task))
+		queue_work(wq, &task->work);
+}
+
 /**
  * sroce_task_schedule - run @task from the workqueue (never inline)
  * @task: the task
@@ -122,10 +132,7 @@ void sroce_task_run(struct sroce_task *task)
  */
 void sroce_task_schedule(struct sroce_task *task)
 {
-	if (READ_ONCE(task->stopped))
-		return;
-	if (sroce_task_claim(task))
-		queue_work(sroce_wq, &task->work);
+	sroce_task_queue(task, sroce_wq);
 }
 
 /**
@@ -137,10 +144,7 @@ void sroce_task_schedule(struct sroce_task *task)
  */
 void sroce_task_schedule_linger(struct sroce_task *task)
 {
-	if (READ_ONCE(task->stopped))
-		return;
-	if (sroce_task_claim(task))
-		queue_work(sroce_linger_wq, &task->work);
+	sroce_task_queue(task, sroce_linger_wq);
 }
 
 /**
