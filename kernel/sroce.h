@@ -601,6 +601,7 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 void sroce_qp_error(struct sroce_qp *qp, bool fatal);
+void sroce_qp_drain_ud_senders(struct sroce_dev *sdev, struct ib_pd *pd);
 struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn);
 struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
 void sroce_qp_put(struct sroce_qp *qp);

@@ -109,6 +109,9 @@ int sroce_destroy_ah(struct ib_ah *ibah, u32 flags)
 	struct sroce_dev *sdev = to_sdev(ibah->device);
 	struct sroce_ah *ah = to_sah(ibah);
 
+	/* Atomic callers (kernel ULPs) destroy AHs whose sends completed. */
+	if (flags & RDMA_DESTROY_AH_SLEEPABLE)
+		sroce_qp_drain_ud_senders(sdev, ibah->pd);
 	xa_erase(&sdev->ah_xa, ah->ah_num);
 	kfree_rcu(ah->av, rcu);
 	return 0;

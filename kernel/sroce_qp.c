@@ -699,6 +699,39 @@ static void sroce_qp_drain_unreliable(struct sroce_qp *qp)
 	}
 }
 
+/**
+ * sroce_qp_drain_ud_senders - send what UD QPs of @pd have posted
+ * @sdev: the device
+ * @pd: the PD of an address handle about to go
+ *
+ * A UD WQE names its AH by number, and the requester looks the AV up when
+ * it sends. An application may post sends and destroy the AH at once
+ * (mckey: unsignaled sends, then ibv_destroy_ah): a NIC has copied the AV
+ * into the WQE and sends them all, so before the AH goes, every UD QP of
+ * its PD sends what it holds. May sleep; a scan of the QPs, at AH
+ * destruction only.
+ */
+void sroce_qp_drain_ud_senders(struct sroce_dev *sdev, struct ib_pd *pd)
+{
+	unsigned long index = 0;
+	struct sroce_qp *qp;
+
+	for (;; index++) {
+		rcu_read_lock();
+		qp = xa_find(&sdev->qp_xa, &index, ULONG_MAX, XA_PRESENT);
+		if (qp && (qp->ibqp.pd != pd || qp->ibqp.qp_type != IB_QPT_UD ||
+			   !refcount_inc_not_zero(&qp->ref)))
+			qp = ERR_PTR(-EAGAIN);
+		rcu_read_unlock();
+		if (!qp)
+			return;
+		if (IS_ERR(qp))
+			continue;
+		sroce_qp_drain_unreliable(qp);
+		sroce_qp_put(qp);
+	}
+}
+
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibqp->device);

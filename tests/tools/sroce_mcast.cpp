@@ -9,7 +9,9 @@
 // and the group reach every attached QP of B (payload and GRH checked),
 // not the unattached one; a detached QP gets nothing more; detaching
 // twice, attaching an RC QP or a unicast GID fail with EINVAL; the
-// per-group and per-device limits are enforced (ENOMEM one past them).
+// per-group and per-device limits are enforced (ENOMEM one past them);
+// sends posted back to back and then left, the AH and the QP destroyed
+// at once (as mckey does), all arrive.
 // Run it in B's network namespace: it also checks that attaching joins
 // the group at the IP level there (/proc/net/igmp) and the last detach
 // leaves it.
@@ -37,6 +39,7 @@ namespace {
 constexpr uint32_t kQkey = 0x11111111;
 constexpr uint32_t kMcastQpn = 0xffffff;
 constexpr int kMsgs = 5;
+constexpr int kBurst = 16;	// step 6, one send buffer each
 constexpr size_t kBuf = 40 + 256;
 
 struct side {
@@ -201,6 +204,13 @@ size_t count_qp(const std::vector<ibv_wc> &wcs, uint32_t qpn)
 	return n;
 }
 
+// Is @name a sroce device (not, say, rdma_rxe)?
+bool is_sroce(const char *name)
+{
+	std::string f = std::string("/sys/class/infiniband/") + name + "/sroce_abi_version";
+	return access(f.c_str(), F_OK) == 0;
+}
+
 bool open_side(side &s, const char *name, int gid_index, size_t slots)
 {
 	s.ctx = open_device_by_name(name);
@@ -215,6 +225,46 @@ bool open_side(side &s, const char *name, int gid_index, size_t slots)
 		return false;
 	s.mr = ibv_reg_mr(s.pd, s.buf, s.buf_len, IBV_ACCESS_LOCAL_WRITE);
 	return s.mr != nullptr;
+}
+
+// Step 6, mckey's teardown: sends posted back to back and not waited for,
+// then at once the AH and the QP destroyed. A NIC has every one of them
+// on the wire; so must we. @r0 has 4 receives left and takes 12 more in
+// the slots of the unattached receiver (which gets nothing).
+void teardown_burst(side &A, side &B, ibv_qp *r0, ibv_ah_attr &aa, const ibv_gid &mgid)
+{
+	post_recvs(B, r0, 30, kBurst - 4);
+	ibv_qp *snd = ud_qp(A);
+	ibv_ah *ah = ibv_create_ah(A.pd, &aa);
+	int posted = 0;
+	for (; snd && ah && posted < kBurst; posted++) {
+		char *p = A.buf + posted * kBuf;
+		snprintf(p, kBuf, "mcast %d %d", 4, posted);
+		ibv_sge sge = {};
+		sge.addr = reinterpret_cast<uintptr_t>(p);
+		sge.length = 64;
+		sge.lkey = A.mr->lkey;
+		ibv_send_wr wr = {}, *bad;
+		wr.wr_id = posted;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = kMcastQpn;
+		wr.wr.ud.remote_qkey = kQkey;
+		if (ibv_post_send(snd, &wr, &bad))
+			break;
+	}
+	int ah_err = ah ? ibv_destroy_ah(ah) : -1;
+	int qp_err = snd ? ibv_destroy_qp(snd) : -1;
+	std::vector<ibv_wc> wcs;
+	poll_for(B.cq, wcs, kBurst, 5000);
+	poll_for(B.cq, wcs, 0, 300);
+	tap::check(posted == kBurst && !ah_err && !qp_err &&
+			   got_all(B, wcs, r0->qp_num, 4, kBurst, mgid),
+		   "%d sends posted back to back, then the AH and the QP destroyed at once: "
+		   "all arrive, in order (%d posted, %zu received)",
+		   kBurst, posted, wcs.size());
 }
 
 } // namespace
@@ -248,7 +298,7 @@ int main(int argc, char **argv)
 	memcpy(mgid.raw + 12, &grp, 4);
 
 	side A, B;
-	if (!open_side(A, dev_a, gid_a, kMsgs) || !open_side(B, dev_b, gid_b, 3 * 3 * kMsgs)) {
+	if (!open_side(A, dev_a, gid_a, kBurst) || !open_side(B, dev_b, gid_b, 3 * 3 * kMsgs)) {
 		fprintf(stderr, "sroce_mcast: cannot set up %s / %s\n", dev_a, dev_b);
 		return 2;
 	}
@@ -378,6 +428,15 @@ int main(int argc, char **argv)
 	poll_for(B.cq, wcs, 1, 5000);
 	tap::check(sent && count_qp(wcs, r[0]->qp_num) == 1,
 		   "the group still works for the QP left");
+	// 6. mckey's teardown (a sroce sender only: what another does with
+	// an AH destroyed under its posted sends is its own business; rdma_rxe
+	// looks the AH up when it sends, as sroce did).
+	if (is_sroce(dev_a))
+		teardown_burst(A, B, r[0], aa, mgid);
+	else
+		tap::diag("step 6 (sends, then AH and QP destroyed) needs a sroce sender: %s is not",
+			  dev_a);
+
 	d = ibv_detach_mcast(r[0], &mgid, 0);
 	tap::check(!d && !igmp_has(grp), "the last detach leaves %s (%s)", group,
 		   strerror(d));
