@@ -639,7 +639,20 @@ int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void sroce_mmap_free(struct rdma_user_mmap_entry *rentry);
 
 /* sroce_icrc.c */
+enum sroce_crc_engine {
+	SROCE_CRC_AUTO,		/* module parameter only: time both */
+	SROCE_CRC_LIB,		/* crc32_le() */
+	SROCE_CRC_SHASH,	/* the crypto API's "crc32" */
+};
+
 void sroce_icrc_init(void);
+int sroce_crc_engine_init(void);
+void sroce_crc_engine_exit(void);
+int sroce_crc_set_engine(enum sroce_crc_engine engine);
+enum sroce_crc_engine sroce_crc_engine(void);
+bool sroce_crc_have_shash(void);
+u32 sroce_crc32_with(enum sroce_crc_engine engine, u32 crc, const void *p,
+		     size_t len);
 u32 sroce_icrc(struct sk_buff *skb, const void *l3, bool ipv6, const u8 *bth,
 	       unsigned int hdr_len, unsigned int payload_off,
 	       unsigned int payload_len);

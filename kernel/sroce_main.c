@@ -181,9 +181,12 @@ static int __init sroce_module_init(void)
 	int err;
 
 	sroce_icrc_init();
+	err = sroce_crc_engine_init();
+	if (err)
+		goto err_crc;
 	err = sroce_task_wq_init();
 	if (err)
-		return err;
+		goto err_crc;
 	err = sroce_net_init();
 	if (err)
 		goto err_wq;
@@ -200,6 +203,8 @@ err_net:
 	sroce_net_exit();
 err_wq:
 	sroce_task_wq_exit();
+err_crc:
+	sroce_crc_engine_exit();
 	return err;
 }
 
@@ -210,6 +215,7 @@ static void __exit sroce_module_exit(void)
 	sroce_unregister_all();
 	sroce_net_exit();
 	sroce_task_wq_exit();
+	sroce_crc_engine_exit();
 	pr_debug("%s: unloaded\n", SROCE_DRV_NAME);
 }
 

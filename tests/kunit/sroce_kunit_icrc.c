@@ -500,6 +500,104 @@ static void sroce_icrc_ipv6(struct kunit *test)
 	KUNIT_EXPECT_NE(test, got, want);
 }
 
+/* A bitwise CRC-32 (reflected, no inversion inside): the reference. */
+static u32 sroce_kunit_crc_bitwise(u32 crc, const u8 *p, size_t len)
+{
+	int k;
+
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (crc & 1 ? 0xedb88320U : 0);
+	}
+	return crc;
+}
+
+/*
+ * @engine against the bitwise reference: every length up to 300 bytes at
+ * three alignments, and whole packets of path MTU 1024 and 4096, from
+ * running CRCs that change with every sum.
+ */
+static void sroce_kunit_engine_check(struct kunit *test,
+				     enum sroce_crc_engine engine)
+{
+	static const size_t big[] = { 1024, 4096 };
+	u8 *buf = kunit_kmalloc(test, 4096 + 8, GFP_KERNEL);
+	u32 seed = 0x4791;
+	size_t off, len, i;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	for (i = 0; i < 4096 + 8; i++) {
+		seed = seed * 1103515245U + 12345U;
+		buf[i] = seed >> 16;
+	}
+	for (off = 0; off < 8; off += 3) {
+		for (len = 0; len <= 300 + ARRAY_SIZE(big); len++) {
+			size_t n = len <= 300 ? len : big[len - 301];
+			u32 want = sroce_kunit_crc_bitwise(seed, buf + off, n);
+			u32 got = sroce_crc32_with(engine, seed, buf + off, n);
+
+			if (got != want) {
+				KUNIT_FAIL(test, "%zu bytes at offset %zu: %08x, want %08x",
+					   n, off, got, want);
+				return;
+			}
+			seed = got ^ (u32)n;
+		}
+	}
+	KUNIT_EXPECT_EQ(test, ~sroce_crc32_with(engine, ~0U, "123456789", 9),
+			0xcbf43926U);
+}
+
+/* crc32_le(), the engine every kernel has. */
+static void sroce_icrc_engine_lib(struct kunit *test)
+{
+	sroce_kunit_engine_check(test, SROCE_CRC_LIB);
+}
+
+/* The crypto API's "crc32" (crc32-pclmul or crc32-generic), when there. */
+static void sroce_icrc_engine_shash(struct kunit *test)
+{
+	if (!sroce_crc_have_shash())
+		kunit_skip(test, "the crypto API has no \"crc32\" here");
+	sroce_kunit_engine_check(test, SROCE_CRC_SHASH);
+}
+
+static void sroce_kunit_restore_engine(void *engine)
+{
+	sroce_crc_set_engine((enum sroce_crc_engine)(uintptr_t)engine);
+}
+
+/*
+ * rxe's packets again with the crypto API's engine in use, whichever the
+ * module chose at load: the other engine gives the same ICRCs, linear,
+ * over pages and frag_lists, and over IPv6.
+ */
+static void sroce_icrc_rxe_other_engine(struct kunit *test)
+{
+	enum sroce_crc_engine was = sroce_crc_engine();
+	enum sroce_crc_engine other = was == SROCE_CRC_SHASH ? SROCE_CRC_LIB :
+							       SROCE_CRC_SHASH;
+	const u8 *bytes = sroce_kunit_rxe_send_last;
+	unsigned int len = sizeof(sroce_kunit_rxe_send_last);
+
+	if (other == SROCE_CRC_SHASH && !sroce_crc_have_shash())
+		kunit_skip(test, "the crypto API has no \"crc32\" here");
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test,
+							sroce_kunit_restore_engine,
+							(void *)(uintptr_t)was), 0);
+	KUNIT_ASSERT_EQ(test, sroce_crc_set_engine(other), 0);
+	KUNIT_EXPECT_EQ(test, sroce_crc_engine(), other);
+
+	KUNIT_EXPECT_EQ(test,
+			sroce_kunit_icrc4(sroce_kunit_linear(test, bytes, len),
+					  len),
+			sroce_kunit_wire_icrc(bytes, len));
+	sroce_icrc_rxe_nonlinear_pad(test);
+	sroce_icrc_rxe_nonlinear_large(test);
+	sroce_icrc_ipv6(test);
+}
+
 static int sroce_icrc_suite_init(struct kunit_suite *suite)
 {
 	sroce_icrc_init();	/* idempotent; module init did it already */
@@ -515,6 +613,9 @@ static struct kunit_case sroce_icrc_cases[] = {
 	KUNIT_CASE(sroce_icrc_masked_fields),
 	KUNIT_CASE(sroce_icrc_reference_v4),
 	KUNIT_CASE(sroce_icrc_ipv6),
+	KUNIT_CASE(sroce_icrc_engine_lib),
+	KUNIT_CASE(sroce_icrc_engine_shash),
+	KUNIT_CASE(sroce_icrc_rxe_other_engine),
 	{}
 };
 

@@ -61,7 +61,7 @@ perf() {
 	[ -n "$row" ] && awk '{ for (i = 3; i <= NF; i++) if ($i > 0) exit 0; exit 1 }' <<<"$row"
 }
 
-tap_plan 50
+tap_plan 54
 sroce_rxe_pair || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
 for server in rxe sroce; do
 	for size in 1 4096 1048576; do
@@ -88,4 +88,25 @@ for server in rxe sroce; do
 		tap_check "MTU 9000, $server serves: $t" perf "$server" "$t"
 	done
 done
+
+# The ICRC engine the module did not choose at load (kernel/sroce_icrc.c:
+# crc32_le or the crypto API's "crc32", whichever was faster): rxe checks
+# every ICRC sroce computes with it, and sroce every one of rxe's.
+sroce_reset
+chosen=$(sroce_load && cat /sys/module/sroce/parameters/icrc_engine)
+other=shash
+[ "$chosen" = shash ] && other=lib
+modprobe -r sroce
+SROCE_MODPARAMS="icrc_engine=$other" sroce_rxe_pair ||
+	tap_bail "set-up with icrc_engine=$other"
+tap_check "icrc_engine=$other (load chose ${chosen:-?}): in use" \
+	grep -qx "$other" /sys/module/sroce/parameters/icrc_engine
+for server in rxe sroce; do
+	tap_check "icrc_engine=$other, $server serves: sroce_integrity, all ops" \
+		integrity "$server"
+done
+# (rxe drops a packet with a bad ICRC: its side of the data would not
+# have arrived.)
+tap_check "icrc_engine=$other: sroce1 dropped nothing as corrupt" \
+	sroce_clean_from_rxe sroce1
 tap_done
