@@ -8,6 +8,8 @@
  * is never lost between the runner's last check and its exit.
  */
 
+#include <linux/cpumask.h>
+#include <linux/moduleparam.h>
 #include <linux/sched.h>
 
 #include "sroce_task.h"
@@ -15,8 +17,19 @@
 #define SROCE_TASK_MAX_PASSES	16
 
 static struct workqueue_struct *sroce_wq;
-/* Unbound: a lingering pass runs beside the application, not under it. */
+/* Unbound: for handed-off passes when no CPU beside the caller is free. */
 static struct workqueue_struct *sroce_linger_wq;
+/* Passes running in sroce's workers, per CPU (see sroce_task_work()). */
+static DEFINE_PER_CPU(atomic_t, sroce_task_runners);
+
+/*
+ * Streaming passes go to a CPU beside the application's: see
+ * sroce_task_queue_beside().
+ */
+static bool sroce_linger_beside = true;
+module_param_named(linger_beside, sroce_linger_beside, bool, 0644);
+MODULE_PARM_DESC(linger_beside,
+		 "Run a streaming QP's requester on a CPU other than the posting thread's (default on)");
 
 /* Claim the task for this caller; false if someone else runs it. */
 static bool sroce_task_claim(struct sroce_task *task)
@@ -45,6 +58,8 @@ static bool sroce_task_claim(struct sroce_task *task)
  * the requester resend from the application's post_send() for ever, while
  * only that application could post the receive that ends it.
  */
+static void sroce_task_queue_beside(struct sroce_task *task);
+
 static void sroce_task_loop(struct sroce_task *task)
 {
 	bool atomic_ctx = in_softirq() || irqs_disabled();
@@ -56,7 +71,7 @@ static void sroce_task_loop(struct sroce_task *task)
 		if (!more) {
 			if (task->defer && !READ_ONCE(task->stopped)) {
 				task->defer = false;
-				queue_work(sroce_linger_wq, &task->work);
+				sroce_task_queue_beside(task);
 				return;
 			}
 			int old = SROCE_TASK_RUNNING;
@@ -79,7 +94,12 @@ static void sroce_task_loop(struct sroce_task *task)
 
 static void sroce_task_work(struct work_struct *work)
 {
+	atomic_t *runners = per_cpu_ptr(&sroce_task_runners,
+					raw_smp_processor_id());
+
+	atomic_inc(runners);
 	sroce_task_loop(container_of(work, struct sroce_task, work));
+	atomic_dec(runners);
 }
 
 /**
@@ -135,16 +155,61 @@ void sroce_task_schedule(struct sroce_task *task)
 	sroce_task_queue(task, sroce_wq);
 }
 
+/*
+ * A CPU for a pass handed off by the thread running here: another online
+ * CPU where no sroce worker runs (looking at up to 8, from the next one
+ * on), or -1 if there is none (a single CPU, or every one of them busy,
+ * where the unbound workqueue spreads passes better). On veth the pass
+ * also runs the peer's whole receive side, so it is the busiest thread
+ * of a stream; left to the scheduler it often shared a CPU with the
+ * busy-polling application that posted.
+ */
+static int sroce_task_cpu_beside(void)
+{
+	int this = raw_smp_processor_id();	/* a hint: may move */
+	int cpu = this, i;
+
+	for (i = 0; i < 8; i++) {
+		cpu = cpumask_next(cpu, cpu_online_mask);
+		if (cpu >= nr_cpu_ids)
+			cpu = cpumask_first(cpu_online_mask);
+		if (cpu == this)
+			break;
+		if (!atomic_read(per_cpu_ptr(&sroce_task_runners, cpu)))
+			return cpu;
+	}
+	return -1;
+}
+
+/*
+ * Queue @task's pass (the caller owns it) away from the caller's CPU: on
+ * the bound high-priority workqueue of the CPU beside it, where the
+ * passes that follow stay. A CPU that goes offline meanwhile only costs
+ * placement: its work then runs wherever the workqueue puts it.
+ */
+static void sroce_task_queue_beside(struct sroce_task *task)
+{
+	int cpu = sroce_linger_beside ? sroce_task_cpu_beside() : -1;
+
+	if (cpu < 0)
+		queue_work(sroce_linger_wq, &task->work);
+	else
+		queue_work_on(cpu, sroce_wq, &task->work);
+}
+
 /**
- * sroce_task_schedule_linger - run @task from the unbound workqueue
+ * sroce_task_schedule_linger - run @task from a worker beside the caller
  * @task: the task
  *
- * For a doorbell of a streaming application: the pass runs on whatever
- * CPU is free, while the application goes on posting.
+ * For a doorbell of a streaming application: the pass runs on another
+ * CPU, while the application goes on posting.
  */
 void sroce_task_schedule_linger(struct sroce_task *task)
 {
-	sroce_task_queue(task, sroce_linger_wq);
+	if (READ_ONCE(task->stopped))
+		return;
+	if (sroce_task_claim(task))
+		sroce_task_queue_beside(task);
 }
 
 /**
