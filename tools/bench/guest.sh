@@ -120,6 +120,10 @@ profile_end() {
 		echo "== $1: by module"
 		command perf report -i "$PROFILE_DATA" --stdio --no-children -g none \
 			--sort dso --percent-limit 0.4 2>/dev/null | grep -v '^#' | grep -v '^$'
+		echo "== $1: inclusive (self and callees), kernel symbols"
+		command perf report -i "$PROFILE_DATA" --stdio --children -g none \
+			--sort sym --percent-limit 1.5 2>/dev/null | grep -v '^#' | grep -v '^$' |
+			grep '\[k\]' | head -60
 		echo "== $1: call chains of the top symbols (callers)"
 		command perf report -i "$PROFILE_DATA" --stdio --no-children \
 			-g caller,0.5,callee,function,percent --percent-limit 2 \
