@@ -100,16 +100,13 @@ rdma_server_run() {
 # rsocket streams (rstream, riostream): -T v fills every buffer with a
 # pattern and checks it on the other side ("data verification failed").
 rs_run() {
-	local prog=$1 port=$2 row
+	local prog=$1 port=$2
 	shift 2
 	sroce_cm_pair nsB nsA "$port" \
 		"$prog" -b $SRV -p "$port" -S 65536 -C 20 -T v "$@" -- \
 		"$prog" -s $SRV -p "$port" -S 65536 -C 20 -T v "$@" || return 1
 	cat "$SROCE_PAIR_DIR/client"
-	! grep -qi "fail\|error" "$SROCE_PAIR_DIR/client" "$SROCE_PAIR_DIR/server" &&
-	row=$(grep -E '^custom +64k ' "$SROCE_PAIR_DIR/client") &&
-	# name bytes xfers iters total time Gb/sec usec/xfer: 20 transfers
-	awk '{ exit !($3 == 20 && $7 > 0) }' <<<"$row"
+	sroce_rstream_ok "$SROCE_PAIR_DIR/client" "$SROCE_PAIR_DIR/server"
 }
 
 tap_plan 8

@@ -267,6 +267,18 @@ sroce_wait() {
 export -f contains sroce_resources sroce_devices sroce_port_state sroce_gid_index sroce_ipv4_gid \
 	sroce_counter sroce_wait
 
+# sroce_rstream_ok CLIENT_OUT SERVER_OUT: an rstream/riostream pair
+# (-S 65536 -C 20) reported no failure and 20 transfers that took time
+# (not by Gb/sec, printed with two decimals: 0.00 on the debug kernel when
+# a run is slow).
+sroce_rstream_ok() {
+	local row
+	! grep -qi "fail\|error" "$1" "$2" &&
+	row=$(grep -E '^custom +64k ' "$1") &&
+	# name bytes xfers iters total time Gb/sec usec/xfer
+	awk '{ exit !($3 == 20 && $8 > 0) }' <<<"$row"
+}
+
 # sroce_pair SRV_NS CLI_NS PORT SERVER_CMD... -- CLIENT_CMD...
 # Client/server verbs programs (ibv_*_pingpong, perftest, sroce_integrity):
 # the server runs in SRV_NS ("-" = init_net) in the background, the client
