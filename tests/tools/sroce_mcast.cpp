@@ -121,26 +121,33 @@ void poll_for(ibv_cq *cq, std::vector<ibv_wc> &out, size_t want, int ms)
 	}
 }
 
+// Post datagram @i "mcast <tag> <i>" (64 bytes from slot @i of @s's
+// buffer) to the group through @ah.
+bool post_group_send(side &s, ibv_qp *qp, ibv_ah *ah, int tag, int i)
+{
+	char *p = s.buf + i * kBuf;
+	snprintf(p, kBuf, "mcast %d %d", tag, i);
+	ibv_sge sge = {};
+	sge.addr = reinterpret_cast<uintptr_t>(p);
+	sge.length = 64;
+	sge.lkey = s.mr->lkey;
+	ibv_send_wr wr = {}, *bad;
+	wr.wr_id = i;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = kMcastQpn;
+	wr.wr.ud.remote_qkey = kQkey;
+	return ibv_post_send(qp, &wr, &bad) == 0;
+}
+
 // Send @n datagrams "mcast <tag> <i>" to the group through @ah.
 bool send_group(side &s, ibv_qp *qp, ibv_ah *ah, int tag, int n)
 {
 	std::vector<ibv_wc> wcs;
 	for (int i = 0; i < n; i++) {
-		char *p = s.buf + i * kBuf;
-		snprintf(p, kBuf, "mcast %d %d", tag, i);
-		ibv_sge sge = {};
-		sge.addr = reinterpret_cast<uintptr_t>(p);
-		sge.length = 64;
-		sge.lkey = s.mr->lkey;
-		ibv_send_wr wr = {}, *bad;
-		wr.wr_id = i;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.wr.ud.ah = ah;
-		wr.wr.ud.remote_qpn = kMcastQpn;
-		wr.wr.ud.remote_qkey = kQkey;
-		if (ibv_post_send(qp, &wr, &bad))
+		if (!post_group_send(s, qp, ah, tag, i))
 			return false;
 		// One at a time: UD has no flow control and the receivers
 		// share one softirq with the sender on a veth pair.
@@ -237,24 +244,9 @@ void teardown_burst(side &A, side &B, ibv_qp *r0, ibv_ah_attr &aa, const ibv_gid
 	ibv_qp *snd = ud_qp(A);
 	ibv_ah *ah = ibv_create_ah(A.pd, &aa);
 	int posted = 0;
-	for (; snd && ah && posted < kBurst; posted++) {
-		char *p = A.buf + posted * kBuf;
-		snprintf(p, kBuf, "mcast %d %d", 4, posted);
-		ibv_sge sge = {};
-		sge.addr = reinterpret_cast<uintptr_t>(p);
-		sge.length = 64;
-		sge.lkey = A.mr->lkey;
-		ibv_send_wr wr = {}, *bad;
-		wr.wr_id = posted;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.wr.ud.ah = ah;
-		wr.wr.ud.remote_qpn = kMcastQpn;
-		wr.wr.ud.remote_qkey = kQkey;
-		if (ibv_post_send(snd, &wr, &bad))
+	for (; snd && ah && posted < kBurst; posted++)
+		if (!post_group_send(A, snd, ah, 4, posted))
 			break;
-	}
 	int ah_err = ah ? ibv_destroy_ah(ah) : -1;
 	int qp_err = snd ? ibv_destroy_qp(snd) : -1;
 	std::vector<ibv_wc> wcs;
