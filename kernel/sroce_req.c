@@ -39,6 +39,15 @@
  * posts) never triggers it and keeps the doorbell's direct path.
  */
 #define SROCE_REQ_LINGER_NS	(100 * NSEC_PER_USEC)
+/*
+ * Packets the doorbell's system call sends itself before a worker beside
+ * the application takes over. Enough for the messages of a ping-pong
+ * (a 4 KiB one is 4 packets at MTU 1500); a longer message would keep
+ * the application in the call until its last packet is acknowledged (on
+ * veth the peer's receive and its ACK run inside the send), so it could
+ * post the next one only then: a stop-and-wait.
+ */
+#define SROCE_REQ_DIRECT_PKTS	16
 
 enum sroce_req_step {
 	SROCE_REQ_NEXT,			/* go on */
@@ -805,6 +814,12 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 	return go;
 }
 
+/* In the doorbell's system call (or a kernel ULP's post), not a worker. */
+static bool sroce_req_in_doorbell(void)
+{
+	return !in_serving_softirq() && !(current->flags & PF_WQ_WORKER);
+}
+
 /* Nothing to send: ask for a kick, then make sure nothing slipped in. */
 static int sroce_req_idle(struct sroce_qp *qp)
 {
@@ -814,10 +829,13 @@ static int sroce_req_idle(struct sroce_qp *qp)
 	/* The flag store before the prod load; the provider does the mirror. */
 	smp_mb();
 	n = sroce_req_fetch(qp);
+	if (n)
+		return n;
+	qp->req.direct_pkts = 0;
 	/* Only the doorbell's own pass dates the idle: ACKs are no posts. */
-	if (n == 0 && !in_serving_softirq() && !(current->flags & PF_WQ_WORKER))
+	if (sroce_req_in_doorbell())
 		qp->req.idle_ns = ktime_get_ns();
-	return n;
+	return 0;
 }
 
 /*
@@ -863,13 +881,15 @@ static int sroce_req_linger(struct sroce_qp *qp)
 	return 0;
 }
 
-/* One pass; the packets it sends wait in @burst (flushed by the caller). */
+/*
+ * One pass, of at most *@budget packets (what is left of it on return);
+ * the packets it sends wait in @burst (flushed by the caller).
+ */
 static bool sroce_req_burst_pass(struct sroce_qp *qp,
-				 struct sroce_tx_burst *burst)
+				 struct sroce_tx_burst *burst, int *budget)
 {
 	struct sroce_req *req = &qp->req;
 	enum ib_qp_state state = sroce_qp_state(qp);
-	int budget = SROCE_REQ_BUDGET;
 	u32 una, rd_atomic;
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD)
@@ -877,7 +897,7 @@ static bool sroce_req_burst_pass(struct sroce_qp *qp,
 	if (!sroce_req_sync(qp, &una, &rd_atomic))
 		return false;
 
-	while (budget > 0 && !req->stopped) {
+	while (*budget > 0 && !req->stopped) {
 		enum sroce_req_step step;
 
 		if (req->index == req->fetched) {
@@ -898,32 +918,53 @@ static bool sroce_req_burst_pass(struct sroce_qp *qp,
 		if (state == IB_QPS_SQD && req->offset == 0 &&
 		    req->index == req->sent)
 			return false;
-		step = sroce_req_step(qp, &budget, una, rd_atomic, burst);
+		step = sroce_req_step(qp, budget, una, rd_atomic, burst);
 		if (step == SROCE_REQ_FAILED) {
 			sroce_qp_error(qp, false);
 			return false;
 		}
 		if (step != SROCE_REQ_NEXT)
-			return step == SROCE_REQ_WAIT && budget <= 0;
+			return step == SROCE_REQ_WAIT && *budget <= 0;
 	}
-	return budget <= 0;
+	return *budget <= 0;
 }
 
 /**
  * sroce_req_pass - one pass of the requester task
  * @task: the QP's req_task
  *
+ * In the doorbell's call, the passes send SROCE_REQ_DIRECT_PKTS packets
+ * between them (those that ACKs arriving meanwhile ask for included);
+ * then a worker beside the application goes on.
+ *
  * Return: true if it stopped on its budget with work left.
  */
 bool sroce_req_pass(struct sroce_task *task)
 {
 	struct sroce_qp *qp = container_of(task, struct sroce_qp, req_task);
+	struct sroce_req *req = &qp->req;
 	struct sroce_tx_burst burst = {};
+	bool direct = sroce_req_in_doorbell();
+	int budget = SROCE_REQ_BUDGET;
 	bool more;
 
-	more = sroce_req_burst_pass(qp, &burst);
+	if (direct)
+		budget = max(SROCE_REQ_DIRECT_PKTS - req->direct_pkts, 0);
+	else
+		req->direct_pkts = 0;
+
+	more = budget > 0 && sroce_req_burst_pass(qp, &burst, &budget);
 	sroce_net_flush(&burst);
-	return more;
+	if (!direct)
+		return more;
+
+	req->direct_pkts = SROCE_REQ_DIRECT_PKTS - budget;
+	if (budget > 0)
+		return more;
+	/* Spent, with work left or not: a worker looks next. */
+	WRITE_ONCE(req->streaming, true);
+	sroce_task_defer(task);
+	return false;
 }
 
 /* Every WQE the SQ holds has been sent (or failed). */
