@@ -330,6 +330,7 @@ struct sroce_req {
 	u32 psn;			/* next PSN */
 	u32 sent;			/* WQEs published (= comp.sent) */
 	u32 resend_until;		/* PSNs before this are resends */
+	u32 sent_psn;			/* one past the highest PSN sent */
 	u32 noack;			/* packets since the last AckReq */
 	int direct_pkts;		/* sent in the doorbell's call */
 	u32 ssn;			/* of the last message started (RC) */

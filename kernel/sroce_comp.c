@@ -476,6 +476,17 @@ void sroce_comp_retrans_timer(struct timer_list *t)
 		sroce_task_run(&qp->req_task);
 		return;
 	}
+	/*
+	 * Everything sent has been acknowledged: the rest of the message
+	 * waits for the requester's next pass (behind other QPs' passes on
+	 * its CPU), nothing was lost. Wait a timeout more.
+	 */
+	if (sroce_psn_diff(READ_ONCE(qp->req.sent_psn), comp->una) <= 0) {
+		sroce_comp_arm_timer(qp);
+		spin_unlock_irqrestore(&qp->sq_lock, flags);
+		sroce_task_run(&qp->req_task);
+		return;
+	}
 	if (comp->retry_left == 0) {
 		sroce_count(sdev, SROCE_CNT_RETRY_EXCEEDED, 1);
 		sroce_comp_fail(qp, comp->una, true, IB_WC_RETRY_EXC_ERR);

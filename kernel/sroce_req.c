@@ -514,12 +514,12 @@ static bool sroce_req_followed(struct sroce_qp *qp, u32 una, int budget)
 }
 
 /*
- * Fill the header fields of the packet at @offset of @wqe; @followed: the
- * next WQE goes out right after this one (sroce_req_followed()).
+ * Fill the header fields of the packet at @offset of @wqe; @ack_now: it
+ * asks for an ACK (as every SROCE_REQ_ACK_EVERY-th packet does anyway).
  */
 static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 			   const struct sroce_send_meta *m, struct sroce_pkt *pkt,
-			   u32 offset, u32 paylen, bool followed)
+			   u32 offset, u32 paylen, bool ack_now)
 {
 	bool first = offset == 0;
 	bool last = offset + paylen >= m->length;
@@ -565,8 +565,7 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 
 	if (qp->ibqp.qp_type == IB_QPT_RC && !(mask & SROCE_M_READ) &&
 	    !(mask & SROCE_M_ATOMIC)) {
-		if (++qp->req.noack >= SROCE_REQ_ACK_EVERY ||
-		    (last && !followed)) {
+		if (++qp->req.noack >= SROCE_REQ_ACK_EVERY || ack_now) {
 			pkt->ackreq = true;
 			qp->req.noack = 0;
 		}
@@ -677,6 +676,16 @@ static bool sroce_req_may_send(struct sroce_qp *qp,
 	return sroce_req_has_credit(qp, wqe);
 }
 
+/*
+ * Everything before req->psn has been on the wire: move the high-water
+ * mark the retransmission timer reads (sroce_comp_retrans_timer()).
+ */
+static void sroce_req_sent_upto(struct sroce_qp *qp)
+{
+	if (sroce_psn_diff(qp->req.psn, qp->req.sent_psn) > 0)
+		WRITE_ONCE(qp->req.sent_psn, qp->req.psn);
+}
+
 /* Send what the budget allows of the WQE at req->index. */
 static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 					  u32 una, u32 rd_atomic,
@@ -726,9 +735,16 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		u32 paylen = m->rd_atomic ? 0 :
 			     min(m->length - req->offset, qp->mtu);
 		bool last = m->rd_atomic || req->offset + paylen >= m->length;
+		bool ack_now;
 
-		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen,
-			       last && sroce_req_followed(qp, una, *budget));
+		/*
+		 * The pass's last packet asks too, mid-message or not: the
+		 * pass that goes on may wait behind other QPs' passes for
+		 * longer than the retransmission timeout.
+		 */
+		ack_now = *budget <= 1 ||
+			  (last && !sroce_req_followed(qp, una, *budget));
+		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
 			sroce_count(sdev, SROCE_CNT_RETRANSMIT_PACKETS, 1);
 		if (sroce_req_xmit(qp, wqe, &av, &pkt, req->offset, paylen,
@@ -741,12 +757,14 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		if (!last) {
 			req->offset += paylen;
 			req->psn = sroce_psn_add(req->psn, 1);
+			sroce_req_sent_upto(qp);
 			if (!sroce_req_may_send(qp, wqe, m, false, una,
 						rd_atomic))
 				return SROCE_REQ_WAIT;
 			continue;
 		}
 		req->psn = sroce_psn_add(m->last_psn, 1);
+		sroce_req_sent_upto(qp);
 		req->offset = 0;
 		req->index++;
 		/* RC completes on its ACK; UC and UD once sent. */
@@ -993,6 +1011,7 @@ void sroce_req_start(struct sroce_qp *qp)
 	spin_lock_irqsave(&qp->sq_lock, flags);
 	qp->req.psn = qp->attr.sq_psn;
 	qp->req.resend_until = qp->attr.sq_psn;
+	qp->req.sent_psn = qp->attr.sq_psn;
 	qp->comp.una = qp->attr.sq_psn;
 	qp->comp.max_psn = qp->attr.sq_psn;
 	qp->comp.retry_left = qp->attr.retry_cnt;
