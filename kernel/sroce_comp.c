@@ -466,22 +466,14 @@ void sroce_comp_retrans_timer(struct timer_list *t)
 		return;
 	}
 	/*
-	 * The requester has not yet resent what the last timeout or NAK
-	 * asked for (its CPU was busy): a retry not yet made has not
-	 * failed, so it does not use up retry_cnt. Wait a timeout more.
+	 * No retry is used up when none has failed: the requester has not
+	 * yet resent what the last timeout or NAK asked for (its CPU was
+	 * busy), or everything it sent has been acknowledged and the rest
+	 * of the message waits for its next pass (behind other QPs' passes
+	 * on its CPU). Wait a timeout more.
 	 */
-	if (comp->rewind) {
-		sroce_comp_arm_timer(qp);
-		spin_unlock_irqrestore(&qp->sq_lock, flags);
-		sroce_task_run(&qp->req_task);
-		return;
-	}
-	/*
-	 * Everything sent has been acknowledged: the rest of the message
-	 * waits for the requester's next pass (behind other QPs' passes on
-	 * its CPU), nothing was lost. Wait a timeout more.
-	 */
-	if (sroce_psn_diff(READ_ONCE(qp->req.sent_psn), comp->una) <= 0) {
+	if (comp->rewind ||
+	    sroce_psn_diff(READ_ONCE(qp->req.sent_psn), comp->una) <= 0) {
 		sroce_comp_arm_timer(qp);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
 		sroce_task_run(&qp->req_task);

@@ -493,17 +493,18 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
  * for a later packet (SROCE_REQ_ACK_EVERY at most): an ACK covers every
  * PSN before it, and a stream of small messages is not answered one ACK
  * each. When the requester may stop after this packet (the SQ empty as
- * far as fetched, a local operation next, the window full, SQD, the
- * pass's budget spent), it asks now: otherwise nothing would be
- * acknowledged before the retransmission timer.
+ * far as fetched, a local operation next, the window full, SQD), it
+ * asks now: otherwise nothing would be acknowledged before the
+ * retransmission timer. (The pass's last packet always asks: see
+ * sroce_req_step().)
  */
-static bool sroce_req_followed(struct sroce_qp *qp, u32 una, int budget)
+static bool sroce_req_followed(struct sroce_qp *qp, u32 una)
 {
 	u32 next = qp->req.index + 1;
 	const struct sroce_send_wqe *wqe;
 
 	/* A hint without state_lock: a late SQD costs one timer, no more. */
-	if (budget <= 1 || next == qp->req.fetched ||
+	if (next == qp->req.fetched ||
 	    READ_ONCE(qp->state) != IB_QPS_RTS)
 		return false;
 	wqe = sroce_req_copy(qp, next);
@@ -743,7 +744,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		 * longer than the retransmission timeout.
 		 */
 		ack_now = *budget <= 1 ||
-			  (last && !sroce_req_followed(qp, una, *budget));
+			  (last && !sroce_req_followed(qp, una));
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
 			sroce_count(sdev, SROCE_CNT_RETRANSMIT_PACKETS, 1);
