@@ -65,6 +65,7 @@ enum sroce_counter {
 	SROCE_CNT_PORT_EVENTS,
 	SROCE_CNT_DOORBELLS,
 	SROCE_CNT_LINGER_PICKUPS,	/* WQEs found without a doorbell */
+	SROCE_CNT_STREAM_DOORBELLS,	/* doorbells that went to a worker */
 	SROCE_CNT_BAD_WQE,
 	SROCE_CNT_BAD_RING,
 	SROCE_CNT_RX_DROP_MALFORMED,	/* headers, lengths, opcode, P_Key */
@@ -340,6 +341,8 @@ struct sroce_req {
 	bool streaming;			/* doorbells come back to back */
 	u64 idle_ns;			/* when it last asked for a kick */
 	u64 linger_ns;			/* when it found the SQ empty */
+	/* Doorbells' (any thread, unlocked: a hint): resp.requests then. */
+	u32 doorbell_heard;
 };
 
 /* Completer state shared with the requester (under qp->sq_lock). */
@@ -395,6 +398,7 @@ enum sroce_resp_msg {
 
 /* Responder state (under qp->resp_lock). */
 struct sroce_resp {
+	u32 requests;			/* request packets taken (any state) */
 	u32 psn;			/* expected PSN */
 	u32 msn;
 	enum sroce_resp_msg msg;

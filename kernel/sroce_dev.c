@@ -253,6 +253,7 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_PORT_EVENTS] = { .name = "port_events" },
 	[SROCE_CNT_DOORBELLS] = { .name = "doorbells" },
 	[SROCE_CNT_LINGER_PICKUPS] = { .name = "linger_pickups" },
+	[SROCE_CNT_STREAM_DOORBELLS] = { .name = "stream_doorbells" },
 	[SROCE_CNT_BAD_WQE] = { .name = "bad_wqe" },
 	[SROCE_CNT_BAD_RING] = { .name = "bad_ring_index" },
 	[SROCE_CNT_RX_DROP_MALFORMED] = { .name = "rx_drop_malformed" },

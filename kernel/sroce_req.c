@@ -35,8 +35,8 @@
  * idle means the application posts back to back. The requester then
  * keeps polling the SQ from a worker beside the application for up to
  * LINGER after it runs dry, with NEED_KICK clear, so the posts that follow
- * need no system call. A ping-pong application (a round trip between its
- * posts) never triggers it and keeps the doorbell's direct path.
+ * need no system call. A ping-pong application (its peer's request between
+ * its posts) keeps the doorbell's direct path: see sroce_qp_doorbell().
  */
 #define SROCE_REQ_LINGER_NS	(100 * NSEC_PER_USEC)
 /*
@@ -853,7 +853,7 @@ static int sroce_req_idle(struct sroce_qp *qp)
 	qp->req.direct_pkts = 0;
 	/* Only the doorbell's own pass dates the idle: ACKs are no posts. */
 	if (sroce_req_in_doorbell())
-		qp->req.idle_ns = ktime_get_ns();
+		WRITE_ONCE(qp->req.idle_ns, ktime_get_ns());
 	return 0;
 }
 

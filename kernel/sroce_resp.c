@@ -819,6 +819,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 
 	spin_lock_bh(&qp->resp_lock);
+	/* Before the payload lands: what the doorbell reads (sroce_qp.c). */
+	WRITE_ONCE(qp->resp.requests, qp->resp.requests + 1);
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_RC:
 		ret = sroce_resp_rc(qp, skb, pkt);

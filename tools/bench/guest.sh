@@ -336,6 +336,9 @@ if [ -n "$profile" ]; then
 		{ echo "guest.sh: --profile wants \"TEST SIZE QPS\"" >&2; exit 2; }
 	command -v perf >/dev/null || { echo "guest.sh: no perf (linux-perf)" >&2; exit 1; }
 	rounds=1 mtus=${mtus%% *}
+	# Enough round trips that the samples cover the ping-pong, not
+	# perftest's start-up (a second or more under TCG).
+	lat_iters=${BENCH_PROFILE_LAT_ITERS:-30000}
 	rm -rf "$out/profile"
 fi
 sroce_reset
