@@ -112,7 +112,8 @@ demo: all stage
 bench: module provider stage bench-tool
 	tools/bench/bench $(BENCH_ARGS)
 
-bench-tool: $(BUILD)/bench/sroce_memcpy $(BUILD)/bench/sroce_crc
+bench-tool: $(BUILD)/bench/sroce_memcpy $(BUILD)/bench/sroce_crc \
+	$(BUILD)/bench/sroce_pingpong
 
 $(BUILD)/bench/sroce_%: tools/bench/%.cpp
 	@mkdir -p $(dir $@)

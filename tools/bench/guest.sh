@@ -14,6 +14,8 @@
 #          delivering locally (the "local" table is looked up after those
 #          rules; accept_local, no rp_filter, static neighbours)
 #   memcpy one thread, 64 MiB buffers (build/bench/sroce_memcpy)
+#   pingpong  two threads bouncing a cache line between the vCPUs: the
+#          guest's latency floor and its stalls (build/bench/sroce_pingpong)
 #   crc    CRC-32 per byte three ways, and memcpy, over packet-sized
 #          buffers (build/bench/sroce_crc): the ICRC's share of the cost
 #
@@ -302,6 +304,15 @@ memcpy_run() {
 	echo "# rc=$rc" >>"$f"
 	log "memcpy round $r: rc $rc $(grep -E '^memcpy' "$f")"
 	crc_run "$r"
+	pingpong_run "$r"
+}
+
+# The guest's own latency floor: two threads bouncing a cache line
+# between the vCPUs, no kernel code; its stalls set every p99 here.
+pingpong_run() {
+	local f=$raw/pingpong-r$1.log
+	"$repo/build/bench/sroce_pingpong" 2 >"$f" 2>&1
+	log "pingpong round $1: rc $? $(tr '\n' ';' <"$f")"
 }
 
 # What the ICRC's CRC-32 costs per byte here, three ways, beside memcpy.

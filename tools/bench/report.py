@@ -182,6 +182,49 @@ def crc_table(raw_dir):
     return '\n'.join(out) + '\n'
 
 
+PINGPONG_LINE = re.compile(
+    r'^pingpong: (\d+) round trips in ([\d.]+) s, typical ([\d.]+) p99 ([\d.]+) us; '
+    r'(\d+) stalls \(> (\d+) us\), ([\d.]+) per s, each typical ([\d.]+) p90 ([\d.]+) '
+    r'max ([\d.]+) us', re.M)
+PINGPONG_KEYS = ('typical us', 'p99 us', 'stalls per s', 'stall typical us',
+                 'stall p90 us', 'stall max us')
+
+
+def parse_pingpong(text):
+    """tools/bench/pingpong.cpp output -> {figure: value}, or None."""
+    m = PINGPONG_LINE.search(text)
+    if not m:
+        return None
+    g = [float(x) for x in m.groups()]
+    return dict(zip(PINGPONG_KEYS, (g[2], g[3], g[6], g[7], g[8], g[9])))
+
+
+def pingpong_table(raw_dir):
+    """The guest's latency floor, median over the rounds' pingpong-r*.log."""
+    per = {}
+    for name in sorted(os.listdir(raw_dir)):
+        if name.startswith('pingpong-') and name.endswith('.log'):
+            with open(os.path.join(raw_dir, name), encoding='utf-8', errors='replace') as f:
+                r = parse_pingpong(f.read())
+            for k, v in (r or {}).items():
+                per.setdefault(k, []).append(v)
+    if not per:
+        return ''
+    row = ['2 threads, 1 cache line']
+    for k in PINGPONG_KEYS:
+        s = summary(per.get(k, []))
+        if s:
+            s['metric'] = 'us' if k.endswith('us') else 'per s'
+        row.append(spread(s) if s else '-')
+    out = render('Latency floor of the guest: a round trip between the two vCPUs through '
+                 'shared memory, no kernel code (tools/bench/pingpong.cpp)',
+                 ('',) + PINGPONG_KEYS, [tuple(row)])
+    out.append('A stall is a round trip over 20 us (interrupts, the host descheduling a vCPU).')
+    out.append('A latency test\'s round trip of T us meets one with a probability of about')
+    out.append('stalls per s x T / 10^6: past 1 %, its p99 is a stall, whatever the device does.')
+    return '\n'.join(out) + '\n'
+
+
 def cpu_s_per_gb(util_fraction, ncpu, mibs):
     if util_fraction is None or not mibs:
         return None
@@ -571,6 +614,9 @@ def report(d, png=True):
     crc = crc_table(os.path.join(d, 'raw'))
     if crc:
         text += '\n' + crc
+    floor = pingpong_table(os.path.join(d, 'raw'))
+    if floor:
+        text += '\n' + floor
     total, failed = run_status(os.path.join(d, 'raw'))
     text += f'{total} runs, {len(failed)} without a result (left out)' + (
         ': ' + ', '.join(failed) if failed else '') + '\n'
@@ -619,6 +665,11 @@ def self_test(samples):
     cr = parse_crc('crc: slice8   1024 B:   1538.6 MiB/s,       635 ns per packet\n'
                    'crc: memcpy   4096 B:  98055.8 MiB/s,        40 ns per packet\n')
     check('crc lines', cr == {('slice8', 1024): 1538.6, ('memcpy', 4096): 98055.8})
+    pp = parse_pingpong('pingpong: 4551861 round trips in 2.00 s, typical 0.35 p99 0.55 us; '
+                        '1627 stalls (> 20 us), 813 per s, each typical 48 p90 198 max 25165 us\n')
+    check('pingpong line', pp == {'typical us': 0.35, 'p99 us': 0.55, 'stalls per s': 813.0,
+                                  'stall typical us': 48.0, 'stall p90 us': 198.0,
+                                  'stall max us': 25165.0})
     h, m = measure(os.path.join(samples, 'raw', 'sroce-m1500-r1-ib_send_bw-s64-q1.txt'))
     check('raw header', h.get('transport') == 'sroce' and h.get('size') == '64')
     check('doorbells per message', abs(m.get('doorbells/msg', -1) - 208 / (0.015235e6 * 4)) < 1e-9)
