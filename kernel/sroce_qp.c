@@ -777,7 +777,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
  * well within SROCE_REQ_BURST_NS of the idle; handed to a worker, it
  * waited for a wake-up and two context switches on the CPU where the peer
  * polls. 8 B ib_send_lat under TCG: 35-75 % of the posts went that way,
- * typical 64-73 us; with this check none, 28-30 us (ib_write_lat 60-70 ->
+ * typical 67-73 us; with this check none, 28-31 us (ib_write_lat 65 ->
  * 30-33 us). Streams see no requests from their peer, only ACKs.
  */
 static bool sroce_qp_doorbell_streams(struct sroce_qp *qp)
