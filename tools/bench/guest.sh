@@ -44,6 +44,7 @@ rounds=3
 mtus="1500 9000"
 quick=0
 profile=""
+client_pin=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -252,7 +253,7 @@ perf() {
 	profile_start "$tr-m$mtu"
 	sroce_pair "$NS_B" "$NS_A" 18515 \
 		"$t" -d "$DEV_B" -x "$GID_B" "${args[@]}" -- \
-		"$t" -d "$DEV_A" -x "$GID_A" "${args[@]}" "$IP_B" >/dev/null
+		"${client_pin[@]}" "$t" -d "$DEV_A" -x "$GID_A" "${args[@]}" "$IP_B" >/dev/null
 	rc=$?
 	profile_end "$tr-m$mtu"
 	{
@@ -350,6 +351,10 @@ if [ -n "$profile" ]; then
 	# Enough round trips that the samples cover the ping-pong, not
 	# perftest's start-up (a second or more under TCG).
 	lat_iters=${BENCH_PROFILE_LAT_ITERS:-30000}
+	# The client on one CPU (where it runs changes latency: see
+	# Documentation/performance.rst, footnote (2)).
+	[ -n "${BENCH_PROFILE_CLIENT_CPU:-}" ] &&
+		client_pin=(taskset -c "$BENCH_PROFILE_CLIENT_CPU")
 	rm -rf "$out/profile"
 fi
 sroce_reset
