@@ -819,8 +819,10 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 
 	spin_lock_bh(&qp->resp_lock);
-	/* Before the payload lands: what the doorbell reads (sroce_qp.c). */
+	/* What the doorbell reads (sroce_qp.c) to tell an answer. */
 	WRITE_ONCE(qp->resp.requests, qp->resp.requests + 1);
+	/* Count before payload: a WRITE's peer polls the payload, no CQE. */
+	smp_wmb();
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_RC:
 		ret = sroce_resp_rc(qp, skb, pkt);
