@@ -398,7 +398,7 @@ enum sroce_resp_msg {
 
 /* Responder state (under qp->resp_lock). */
 struct sroce_resp {
-	u32 requests;			/* request packets taken (any state) */
+	u32 requests;			/* request packets taken (a hint) */
 	u32 psn;			/* expected PSN */
 	u32 msn;
 	enum sroce_resp_msg msg;

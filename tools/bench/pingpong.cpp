@@ -43,10 +43,11 @@ bool pin(std::thread::native_handle_type t, int cpu)
 	return pthread_setaffinity_np(t, sizeof(set), &set) == 0;
 }
 
-// The far side: answer every odd value with the next even one.
-void bouncer(unsigned long last)
+// The far side: answer every odd value with the next even one, until
+// the process ends.
+void bouncer()
 {
-	for (unsigned long want = 1; want < last; want += 2) {
+	for (unsigned long want = 1;; want += 2) {
 		while (ball.load(std::memory_order_acquire) != want)
 			;
 		ball.store(want + 1, std::memory_order_release);
@@ -76,13 +77,16 @@ int main(int argc, char **argv)
 	std::vector<double> stalls;
 	rtt.reserve(kept);
 	stalls.reserve(1 << 16);
-	std::thread far(bouncer, ~0UL - 1);
+	std::thread far(bouncer);
+	const bool pinned = pin(far.native_handle(), 1) && pin(pthread_self(), 0);
 
-	if (!pin(far.native_handle(), 1) || !pin(pthread_self(), 0)) {
+	// The bouncer never returns: detached, it ends with the process.
+	far.detach();
+	if (!pinned) {
 		std::fprintf(stderr, "pingpong: cannot pin to CPUs 0 and 1\n");
 		return 1;
 	}
-	const double start = now_us();
+	double start = now_us();
 	double end = start + seconds * 1e6, t1 = start;
 	unsigned long r;
 
@@ -94,18 +98,17 @@ int main(int argc, char **argv)
 		while (ball.load(std::memory_order_acquire) != serve + 1)
 			;
 		t1 = now_us();
-		if (r == warm_up)
+		if (r < warm_up) {
+			start = t1;
 			end = t1 + seconds * 1e6;
-		if (r < warm_up)
 			continue;
+		}
 		if (rtt.size() < kept)
 			rtt.push_back(t1 - t0);
 		if (t1 - t0 > stall_us && stalls.size() < stalls.capacity())
 			stalls.push_back(t1 - t0);
 	}
 	const double secs = (t1 - start) / 1e6;
-	// The bouncer waits for the next odd value for ever: end the process.
-	far.detach();
 
 	std::sort(rtt.begin(), rtt.end());
 	std::sort(stalls.begin(), stalls.end());
