@@ -333,7 +333,7 @@ struct sroce_req {
 	u32 resend_until;		/* PSNs before this are resends */
 	u32 sent_psn;			/* one past the highest PSN sent */
 	u32 noack;			/* packets since the last AckReq */
-	int direct_pkts;		/* sent in the doorbell's call */
+	int direct_left;		/* doorbells may send till idle */
 	u32 ssn;			/* of the last message started (RC) */
 	u32 lsn;			/* comp's credit limit, at sync */
 	bool credits_unlimited;		/* ... and whether there is one */
