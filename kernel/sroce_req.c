@@ -811,7 +811,11 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 			req->psn = psn;
 			req->offset = sroce_psn_diff(psn, m->first_psn) *
 				      qp->mtu;
-			req->resend_until = comp->max_psn;
+			/*
+			 * What was on the wire is resent; the rest of the
+			 * last message published (max_psn) is not.
+			 */
+			req->resend_until = req->sent_psn;
 			sroce_comp_arm_timer(qp);
 		}
 	}

@@ -9,7 +9,8 @@
 # without: tx_burst=1); then over a lossy link (netem loss 5%, reorder 25%,
 # duplicate 2%, and again with corrupt 1%), where every byte must still
 # be right, nothing complete twice, and the retransmission and ICRC
-# counters must show the recovery.
+# counters must show the recovery; and resends must be counted exactly
+# (5 MiB of writes with 2 % loss).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -63,7 +64,7 @@ no_bursts() {
 zc_param=/sys/module/sroce/parameters/zero_copy_tx
 burst_param=/sys/module/sroce/parameters/tx_burst
 
-tap_plan 19
+tap_plan 23
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 tap_check "all ops, 0 B..8 MiB, path MTU 1024" integrity
 # sroce0 sends SEND/WRITE data, sroce1 READ responses: both lend pages.
@@ -131,4 +132,34 @@ tap_check "corrupt packets dropped on their ICRC" bash -c \
 	 echo "sroce1 $(cat /sys/class/infiniband/sroce1/ports/1/hw_counters/rx_drop_icrc)";
 	 (( $(cat /sys/class/infiniband/sroce0/ports/1/hw_counters/rx_drop_icrc) +
 	    $(cat /sys/class/infiniband/sroce1/ports/1/hw_counters/rx_drop_icrc) > 0 ))'
+
+# retransmitted_packets counts each packet sent again, and only those:
+# every packet sroce0 puts out is a first send or a resend, so on a lossy
+# link resends = packets sent - the first sends a clean run needs. A
+# rewind once marked the whole of the last message published as resent,
+# packets not yet sent included (a 1 MiB write is 1,024 of them).
+sroce_reset
+sroce_two_devices 1500 || tap_bail "set-up for counting resends"
+write_5mib() {
+	sroce_pair nsB nsA 18515 \
+		ib_write_bw -d sroce1 -x "$SROCE_GID_B" -F -n 5 -s 1048576 -- \
+		ib_write_bw -d sroce0 -x "$SROCE_GID_A" -F -n 5 -s 1048576 10.77.0.2 &&
+	grep -E '^ *1048576 +5 ' "$SROCE_PAIR_DIR/client"
+}
+sent_a() {
+	echo $(($(sroce_counter sroce0 tx_packets) + $(sroce_counter sroce0 tx_errors)))
+}
+tx0=$(sent_a) re0=$(sroce_counter sroce0 retransmitted_packets)
+tap_check "ib_write_bw 5 x 1 MiB on a clean link" write_5mib
+first=$(($(sent_a) - tx0))
+re=$(($(sroce_counter sroce0 retransmitted_packets) - re0))
+tap_check "... $first packets, none counted as resent ($re)" \
+	test "$first" -gt 0 -a "$re" -eq 0
+tc -n nsA qdisc replace dev vethA root netem loss 2%
+tx0=$(sent_a) re0=$(sroce_counter sroce0 retransmitted_packets)
+tap_check "ib_write_bw 5 x 1 MiB, 2 % of sroce0's packets lost" write_5mib
+sent=$(($(sent_a) - tx0))
+re=$(($(sroce_counter sroce0 retransmitted_packets) - re0))
+tap_check "... resends counted exactly: $re = $sent sent - $first first sends" \
+	test "$re" -gt 0 -a "$re" -eq $((sent - first))
 tap_done
