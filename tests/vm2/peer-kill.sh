@@ -81,14 +81,16 @@ some_verified() {
 	grep -q '^ok ' "$CLIENT_LOG"
 }
 
-# The client stopped on the QP's error or on its no-progress limit, and
-# reported one error (that stop) and no wrong byte or completion.
+# The client stopped on the QP's error, on the side channel's reset, or
+# on its no-progress limit (-w: waiting on the side channel for a peer
+# that is not back within 30 s, so no TCP reset comes), and reported one
+# error (that stop) and no wrong byte or completion.
 stopped_cleanly() {
 	local last
 	grep -a 'FATAL' "$CLIENT_LOG"
 	last=$(grep -a '^integrity: ' "$CLIENT_LOG" | tail -n 1)
 	echo "$last"
-	grep -aEq 'FATAL: .*(transport retry counter exceeded|no completion for|closed the connection|recv from the peer)' \
+	grep -aEq 'FATAL: .*(transport retry counter exceeded|no completion for|closed the connection|recv from the peer|no message from the peer)' \
 		"$CLIENT_LOG" &&
 	[[ $last =~ ^integrity:\ [0-9]+\ ops,\ [0-9]+\ bytes\ verified,\ 1\ errors$ ]]
 }
