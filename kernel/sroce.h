@@ -338,11 +338,29 @@ struct sroce_req {
 	u32 lsn;			/* comp's credit limit, at sync */
 	bool credits_unlimited;		/* ... and whether there is one */
 	bool stopped;			/* an error WQE was reached */
+	bool probing;			/* a timeout's probe: one request */
+	u32 probe_psn;			/* ... the one at this PSN */
+	u32 undo_index;			/* where the probe's rewind came */
+	u32 undo_offset;		/* from: resumed when the answer */
+	u32 undo_psn;			/* shows the timeout was spurious */
 	bool streaming;			/* doorbells come back to back */
 	u64 idle_ns;			/* when it last asked for a kick */
 	u64 linger_ns;			/* when it found the SQ empty */
 	/* Doorbells' (any thread, unlocked: a hint): resp.requests then. */
 	u32 doorbell_heard;
+};
+
+/*
+ * After a retransmission timeout the requester resends one request, the
+ * oldest unacknowledged, with AckReq, and waits for its answer rather
+ * than resending the whole window: a peer that is slow, not deaf, would
+ * otherwise find a window of duplicates queued in front of each new
+ * request, and every further timeout adds another (go-back-N collapse).
+ */
+enum sroce_probe_state {
+	SROCE_PROBE_NONE,
+	SROCE_PROBE_WANTED,		/* the timer rewound: probe */
+	SROCE_PROBE_ANSWERED,		/* progress since: resume */
 };
 
 /* Completer state shared with the requester (under qp->sq_lock). */
@@ -356,6 +374,7 @@ struct sroce_comp {
 	u8 retry_left;
 	u8 rnr_left;
 	bool rewind;			/* requester goes back to: */
+	u8 probe;			/* SROCE_PROBE_*: after a timeout */
 	bool error;			/* an error completion was posted */
 	u32 rewind_index;
 	u32 rewind_psn;

@@ -137,6 +137,15 @@ bool sroce_comp_retire(struct sroce_qp *qp)
 static void sroce_comp_rewind(struct sroce_qp *qp)
 {
 	qp->comp.rewind = true;
+	/* A NAK says where to go on: no probe needed. */
+	qp->comp.probe = SROCE_PROBE_NONE;
+}
+
+/* Progress: a timeout's probe (or what was sent before it) answered. */
+static void sroce_comp_progress(struct sroce_qp *qp)
+{
+	if (qp->comp.probe == SROCE_PROBE_WANTED)
+		qp->comp.probe = SROCE_PROBE_ANSWERED;
 }
 
 /*
@@ -173,6 +182,7 @@ static u32 sroce_comp_ack_before(struct sroce_qp *qp, u32 psn, bool *lost)
 		qp->comp.retry_left = qp->attr.retry_cnt;
 		qp->comp.rnr_left = qp->attr.rnr_retry;
 		sroce_comp_arm_timer(qp);
+		sroce_comp_progress(qp);
 	}
 	return i;
 }
@@ -383,6 +393,7 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 		qp->comp.una = sroce_psn_add(pkt->psn, 1);
 		qp->comp.retry_left = qp->attr.retry_cnt;
 		sroce_comp_arm_timer(qp);
+		sroce_comp_progress(qp);
 		return;
 	}
 
@@ -394,6 +405,7 @@ complete:
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
 	sroce_comp_arm_timer(qp);
+	sroce_comp_progress(qp);
 	return;
 
 stale:
@@ -487,6 +499,7 @@ void sroce_comp_retrans_timer(struct timer_list *t)
 		comp->retry_left--;
 		sroce_count(sdev, SROCE_CNT_RETRANSMIT_TIMEOUTS, 1);
 		sroce_comp_rewind(qp);
+		comp->probe = SROCE_PROBE_WANTED;
 		sroce_comp_arm_timer(qp);
 	}
 	spin_unlock_irqrestore(&qp->sq_lock, flags);

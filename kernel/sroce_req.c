@@ -666,6 +666,8 @@ static bool sroce_req_may_send(struct sroce_qp *qp,
 {
 	if (qp->ibqp.qp_type != IB_QPT_RC)
 		return true;
+	if (qp->req.probing && qp->req.psn != qp->req.probe_psn)
+		return false;
 	if (sroce_psn_diff(qp->req.psn, una) >= SROCE_REQ_WINDOW)
 		return false;
 	if (!fresh)
@@ -743,7 +745,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		 * pass that goes on may wait behind other QPs' passes for
 		 * longer than the retransmission timeout.
 		 */
-		ack_now = *budget <= 1 ||
+		ack_now = *budget <= 1 || req->probing ||
 			  (last && !sroce_req_followed(qp, una));
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
@@ -777,6 +779,30 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 }
 
 /*
+ * The probe after a timeout was answered. An acknowledgment beyond it
+ * (una past where the requester stands, one request after the rewind)
+ * covers packets sent before the timeout and not since: they had
+ * arrived, the timeout was spurious (a slow peer), and the requester
+ * goes back to where the rewind found it, resending nothing more.
+ * Otherwise it goes on from the probe: go-back-N. Called under sq_lock.
+ */
+static void sroce_req_probe_answered(struct sroce_qp *qp, u32 una)
+{
+	struct sroce_req *req = &qp->req;
+
+	if (sroce_psn_diff(una, req->psn) <= 0)
+		return;
+	if (sroce_psn_diff(req->undo_psn, una) > 0) {
+		req->index = req->undo_index;
+		req->offset = req->undo_offset;
+		req->psn = req->undo_psn;
+	} else {
+		/* Acknowledged even past that: from una (a rewind). */
+		qp->comp.rewind = true;
+	}
+}
+
+/*
  * Take in what the completer decided since the last pass: a go-back-N
  * rewind to the oldest incomplete WQE, the window edge, the read/atomic
  * credits, an RNR back-off. Return false when the requester must wait.
@@ -790,10 +816,23 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 	bool go = true;
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
+	if (comp->probe == SROCE_PROBE_ANSWERED) {
+		comp->probe = SROCE_PROBE_NONE;
+		if (comp->rewind)	/* answered before the probe went out */
+			comp->rewind = sroce_psn_diff(comp->una, req->psn) > 0;
+		else
+			sroce_req_probe_answered(qp, comp->una);
+	}
 	if (comp->error || qp->sq_flushed) {
 		go = false;
 	} else if (comp->rewind) {
 		comp->rewind = false;
+		/* A probe timed out: the place to go back to stays. */
+		if (!req->probing) {
+			req->undo_index = req->index;
+			req->undo_offset = req->offset;
+			req->undo_psn = req->psn;
+		}
 		if (qp->sq.cons != comp->sent) {
 			struct sroce_send_meta *m = sroce_req_meta(qp,
 								   qp->sq.cons);
@@ -816,9 +855,13 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 			 * last message published (max_psn) is not.
 			 */
 			req->resend_until = req->sent_psn;
+			req->probe_psn = psn;
 			sroce_comp_arm_timer(qp);
+		} else {
+			comp->probe = SROCE_PROBE_NONE;
 		}
 	}
+	req->probing = comp->probe == SROCE_PROBE_WANTED;
 	if (go && comp->rnr_until && ktime_get_ns() < comp->rnr_until) {
 		until = comp->rnr_until;
 		go = false;
@@ -1023,5 +1066,7 @@ void sroce_req_start(struct sroce_qp *qp)
 	qp->comp.max_psn = qp->attr.sq_psn;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
+	qp->comp.probe = SROCE_PROBE_NONE;
+	qp->req.probing = false;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 }
