@@ -141,9 +141,14 @@ static void sroce_comp_rewind(struct sroce_qp *qp)
 	qp->comp.probe = SROCE_PROBE_NONE;
 }
 
-/* Progress: a timeout's probe (or what was sent before it) answered. */
+/*
+ * Progress (una moved): the retry budget is for a stall, the timer starts
+ * over, and a timeout's probe (or what was sent before it) is answered.
+ */
 static void sroce_comp_progress(struct sroce_qp *qp)
 {
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	sroce_comp_arm_timer(qp);
 	if (qp->comp.probe == SROCE_PROBE_WANTED)
 		qp->comp.probe = SROCE_PROBE_ANSWERED;
 }
@@ -179,9 +184,7 @@ static u32 sroce_comp_ack_before(struct sroce_qp *qp, u32 psn, bool *lost)
 	}
 	if (sroce_psn_diff(psn, qp->comp.una) > 0) {
 		qp->comp.una = psn;
-		qp->comp.retry_left = qp->attr.retry_cnt;
 		qp->comp.rnr_left = qp->attr.rnr_retry;
-		sroce_comp_arm_timer(qp);
 		sroce_comp_progress(qp);
 	}
 	return i;
@@ -391,8 +394,6 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 	if (status == IB_WC_SUCCESS && pkt->psn != m->last_psn) {
 		/* Progress: the retry budget is for a stall, not a READ. */
 		qp->comp.una = sroce_psn_add(pkt->psn, 1);
-		qp->comp.retry_left = qp->attr.retry_cnt;
-		sroce_comp_arm_timer(qp);
 		sroce_comp_progress(qp);
 		return;
 	}
@@ -402,9 +403,7 @@ complete:
 	m->done = 1;
 	if (sroce_psn_diff(sroce_psn_add(m->last_psn, 1), qp->comp.una) > 0)
 		qp->comp.una = sroce_psn_add(m->last_psn, 1);
-	qp->comp.retry_left = qp->attr.retry_cnt;
 	qp->comp.rnr_left = qp->attr.rnr_retry;
-	sroce_comp_arm_timer(qp);
 	sroce_comp_progress(qp);
 	return;
 
