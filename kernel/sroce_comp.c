@@ -292,9 +292,9 @@ static u8 sroce_comp_scatter(struct sroce_qp *qp,
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
 						     SROCE_SEND_WQE_HDR);
-	int i;
+	u32 i, nsge = min_t(u32, wqe->num_sge, qp->max_send_sge);
 
-	for (i = 0; i < wqe->num_sge && len; i++) {
+	for (i = 0; i < nsge && len; i++) {
 		struct sroce_mr *mr;
 		u32 n;
 		int err;

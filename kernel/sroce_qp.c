@@ -364,7 +364,7 @@ static void sroce_qp_retire_recv(struct sroce_qp *qp, u8 status)
 /*
  * Complete every outstanding WQE of both queues with WR_FLUSH_ERR, oldest
  * first, exactly once: a slot is retired as its completion is posted. A
- * corrupt producer index flushes nothing it cannot trust.
+ * corrupt producer index flushes what was published before it, no more.
  */
 static void sroce_qp_flush(struct sroce_qp *qp)
 {
@@ -380,6 +380,8 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK);
 	smp_mb();	/* flags store before the prod load */
 	n = sroce_queue_refresh_prod(&qp->sq);
+	if (n < 0)
+		n = sroce_queue_count(&qp->sq);
 	while (n-- > 0)
 		sroce_qp_retire_send(qp, IB_WC_WR_FLUSH_ERR);
 	/* The completer and requester stop here; RESET starts them over. */
@@ -393,6 +395,8 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	sroce_queue_set_flags(&qp->rq, SROCE_RING_F_ERROR);
 	smp_mb();	/* flags store before the prod load */
 	n = sroce_queue_refresh_prod(&qp->rq);
+	if (n < 0)
+		n = sroce_queue_count(&qp->rq);
 	while (n-- > 0)
 		sroce_qp_retire_recv(qp, IB_WC_WR_FLUSH_ERR);
 	qp->rq_flushed = true;
@@ -439,9 +443,7 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	sroce_resp_reset(qp);
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
-	if (sroce_queue_refresh_prod(&qp->sq) >= 0)
-		sroce_queue_consumer_advance(&qp->sq,
-					     sroce_queue_count(&qp->sq));
+	sroce_queue_resync(&qp->sq);
 	sroce_req_init(qp);
 	qp->sq_flushed = false;
 	sroce_queue_clear_flags(&qp->sq, SROCE_RING_F_ERROR);
@@ -451,9 +453,7 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	if (qp->srq)
 		return;
 	spin_lock_irqsave(&qp->rq_lock, flags);
-	if (sroce_queue_refresh_prod(&qp->rq) >= 0)
-		sroce_queue_consumer_advance(&qp->rq,
-					     sroce_queue_count(&qp->rq));
+	sroce_queue_resync(&qp->rq);
 	qp->rq_flushed = false;
 	sroce_queue_clear_flags(&qp->rq, SROCE_RING_F_ERROR);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
@@ -537,25 +537,27 @@ static void sroce_qp_apply_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 /*
  * What the data path derives from the attributes: the path MTU in bytes
  * (never above the port's), the flow's UDP source port, the route cache.
- * Called with state_lock.
+ * An RC or UC QP's MTU is set with its path at INIT -> RTR and then stays
+ * (the requester counts the packets and offsets of the WQEs in flight in
+ * it), whatever the port's does later. Called with state_lock.
  */
 static void sroce_qp_apply_path(struct sroce_qp *qp, int mask)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	enum ib_mtu port_mtu = READ_ONCE(sdev->active_mtu);
-	enum ib_mtu mtu = port_mtu;
 
-	if (qp->ibqp.qp_type == IB_QPT_RC || qp->ibqp.qp_type == IB_QPT_UC) {
-		if (qp->attr.path_mtu)
-			mtu = min_t(enum ib_mtu, qp->attr.path_mtu, port_mtu);
-		if (mask & (IB_QP_AV | IB_QP_DEST_QPN)) {
-			qp->src_port = rdma_get_udp_sport(qp->attr.av.flow_label,
-							  qp->qpn,
-							  qp->attr.dest_qpn);
-			dst_cache_reset(&qp->dst_cache);
-		}
+	if (qp->ibqp.qp_type != IB_QPT_RC && qp->ibqp.qp_type != IB_QPT_UC) {
+		qp->mtu = ib_mtu_enum_to_int(port_mtu);
+		return;
 	}
-	qp->mtu = ib_mtu_enum_to_int(mtu);
+	if (mask & IB_QP_PATH_MTU)
+		qp->mtu = ib_mtu_enum_to_int(min_t(enum ib_mtu,
+						   qp->attr.path_mtu, port_mtu));
+	if (mask & (IB_QP_AV | IB_QP_DEST_QPN)) {
+		qp->src_port = rdma_get_udp_sport(qp->attr.av.flow_label,
+						  qp->qpn, qp->attr.dest_qpn);
+		dst_cache_reset(&qp->dst_cache);
+	}
 }
 
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -827,10 +829,10 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 
 	if (wr->num_sge > qp->max_send_sge)
 		return -EINVAL;
-	if (sroce_queue_refresh_cons(&qp->sq) <= 0)
+	if (sroce_queue_post_room(&qp->sq) <= 0)
 		return -ENOMEM;
 
-	wqe = sroce_queue_producer_elem(&qp->sq);
+	wqe = sroce_queue_post_elem(&qp->sq);
 	memset(wqe, 0, SROCE_SEND_WQE_HDR);
 	wqe->wr_id = wr->wr_id;
 	wqe->opcode = wr->opcode;
@@ -891,14 +893,15 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 		sge[i].length = wr->sg_list[i].length;
 		sge[i].lkey = wr->sg_list[i].lkey;
 	}
-	sroce_queue_producer_publish(&qp->sq, 1);
+	sroce_queue_post_publish(&qp->sq, 1);
 	return 0;
 }
 
 /*
  * ib_post_send: kernel ULPs write WQEs into the same ring userspace uses
  * and take the same validation path. A user QP's post_send is its
- * doorbell (uverbs calls it with no WRs).
+ * doorbell (uverbs calls it with no WRs): userspace owns the producer
+ * side of its rings, and the kernel never writes into them.
  */
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)

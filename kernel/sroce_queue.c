@@ -118,7 +118,8 @@ void sroce_mmap_free(struct rdma_user_mmap_entry *rentry)
 
 /**
  * sroce_queue_post_recv - write a kernel ULP's receive WR into @q
- * @q: an RQ or SRQ ring; the caller serialises producers
+ * @q: the RQ or SRQ ring of a kernel QP or SRQ; the caller serialises
+ *	producers
  * @max_sge: SGEs a WQE of this ring may carry
  * @wr: the work request
  *
@@ -133,10 +134,10 @@ int sroce_queue_post_recv(struct sroce_queue *q, u32 max_sge,
 
 	if (wr->num_sge > max_sge)
 		return -EINVAL;
-	if (sroce_queue_refresh_cons(q) <= 0)
+	if (sroce_queue_post_room(q) <= 0)
 		return -ENOMEM;
 
-	wqe = sroce_queue_producer_elem(q);
+	wqe = sroce_queue_post_elem(q);
 	wqe->wr_id = wr->wr_id;
 	wqe->num_sge = wr->num_sge;
 	wqe->reserved = 0;
@@ -146,6 +147,6 @@ int sroce_queue_post_recv(struct sroce_queue *q, u32 max_sge,
 		sge[i].length = wr->sg_list[i].length;
 		sge[i].lkey = wr->sg_list[i].lkey;
 	}
-	sroce_queue_producer_publish(q, 1);
+	sroce_queue_post_publish(q, 1);
 	return 0;
 }

@@ -150,14 +150,13 @@ static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe)
 	if (wqe->flags & ~(SROCE_WQE_F_SIGNALED | SROCE_WQE_F_SOLICITED |
 			   SROCE_WQE_F_FENCE | SROCE_WQE_F_INLINE))
 		return IB_WC_LOC_QP_OP_ERR;
-
-	if (wqe->flags & SROCE_WQE_F_INLINE) {
-		if (wqe->inline_len > qp->max_inline ||
-		    sroce_wqe_is_rd_atomic(wqe->opcode))
-			return IB_WC_LOC_LEN_ERR;
-	} else if (wqe->num_sge > qp->max_send_sge) {
+	/* Every WQE: the completer's scatter walks num_sge SGEs of a READ. */
+	if (wqe->num_sge > qp->max_send_sge)
 		return IB_WC_LOC_LEN_ERR;
-	}
+	if ((wqe->flags & SROCE_WQE_F_INLINE) &&
+	    (wqe->inline_len > qp->max_inline ||
+	     sroce_wqe_is_rd_atomic(wqe->opcode)))
+		return IB_WC_LOC_LEN_ERR;
 	return IB_WC_SUCCESS;
 }
 
@@ -174,14 +173,14 @@ static u8 sroce_req_check_payload(struct sroce_qp *qp,
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
 						     SROCE_SEND_WQE_HDR);
+	u32 i, nsge = min_t(u32, wqe->num_sge, qp->max_send_sge);
 	u64 total = 0;
-	int i;
 
 	*length = 0;
 	if (wqe->flags & SROCE_WQE_F_INLINE) {
 		total = wqe->inline_len;
 	} else {
-		for (i = 0; i < wqe->num_sge; i++) {
+		for (i = 0; i < nsge; i++) {
 			struct sroce_mr *mr;
 
 			total += sge[i].length;
@@ -257,7 +256,8 @@ static int sroce_req_fetch(struct sroce_qp *qp)
 
 /*
  * Gather @len payload bytes of @wqe from byte @offset: copied into @dst,
- * or, when @lend_to is set, lent to that skb as page fragments.
+ * or, when @lend_to is set, lent to that skb as page fragments. Bytes
+ * outside the WQE's own data are never read, whatever the offset.
  */
 static int sroce_req_gather(struct sroce_qp *qp,
 			    const struct sroce_send_wqe *wqe, u32 offset,
@@ -266,13 +266,16 @@ static int sroce_req_gather(struct sroce_qp *qp,
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
 						     SROCE_SEND_WQE_HDR);
-	int i;
+	u32 i, nsge = min_t(u32, wqe->num_sge, qp->max_send_sge);
 
 	if (wqe->flags & SROCE_WQE_F_INLINE) {
+		/* inline_len <= max_inline, which the slot holds (checked). */
+		if (offset > wqe->inline_len || len > wqe->inline_len - offset)
+			return -EFAULT;
 		memcpy(dst, (const u8 *)sge + offset, len);
 		return 0;
 	}
-	for (i = 0; i < wqe->num_sge && len; i++) {
+	for (i = 0; i < nsge && len; i++) {
 		struct sroce_mr *mr;
 		u32 n;
 		int err;
@@ -848,8 +851,10 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 				psn = comp->una;
 			req->index = qp->sq.cons;
 			req->psn = psn;
-			req->offset = sroce_psn_diff(psn, m->first_psn) *
-				      qp->mtu;
+			/* Within the message, whatever the PSNs say. */
+			req->offset = min_t(u64, (u64)max(sroce_psn_diff(psn,
+							m->first_psn), 0) *
+					    qp->mtu, m->length);
 			/*
 			 * What was on the wire is resent; the rest of the
 			 * last message published (max_psn) is not.

@@ -30,6 +30,8 @@ static struct sroce_queue *sroce_kunit_ring(struct kunit *test, u32 start)
 	q->stride_shift = 6;
 	q->prod = start;
 	q->cons = start;
+	q->post_prod = start;
+	q->post_cons = start;
 	r->hdr.prod = start;
 	r->hdr.cons = start;
 	return q;
@@ -156,6 +158,41 @@ static void sroce_ring_refresh_prod(struct kunit *test)
 }
 
 /*
+ * A producer index only moves forward: once accepted, a smaller one (even
+ * one still within a ring of the consumer index) is a corrupt queue.
+ * Otherwise the consumer would take slots again that it already took
+ * (the requester's fetch of a send queue wrapped over WQEs in flight).
+ */
+static void sroce_ring_refresh_prod_backwards(struct kunit *test)
+{
+	static const u32 starts[] = { 0, 0xfffffffc };
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(starts); i++) {
+		struct sroce_queue *q = sroce_kunit_ring(test, starts[i]);
+		u32 c = starts[i];
+
+		q->hdr->prod = c + 6;
+		KUNIT_ASSERT_EQ(test, sroce_queue_refresh_prod(q), 6);
+		sroce_queue_consumer_advance(q, 1);	/* one completed */
+		q->hdr->prod = c + 3;			/* behind prod, not cons */
+		KUNIT_EXPECT_EQ(test, sroce_queue_refresh_prod(q), -EINVAL);
+		q->hdr->prod = c + 1;			/* at cons */
+		KUNIT_EXPECT_EQ(test, sroce_queue_refresh_prod(q), -EINVAL);
+		KUNIT_EXPECT_EQ(test, q->prod, c + 6);
+		KUNIT_EXPECT_EQ(test, q->cons, c + 1);
+		/* The same again, or forward by the room left: fine. */
+		q->hdr->prod = c + 6;
+		KUNIT_EXPECT_EQ(test, sroce_queue_refresh_prod(q), 5);
+		q->hdr->prod = c + 9;
+		KUNIT_EXPECT_EQ(test, sroce_queue_refresh_prod(q), 8);
+		q->hdr->prod = c + 10;			/* past the room */
+		KUNIT_EXPECT_EQ(test, sroce_queue_refresh_prod(q), -EINVAL);
+		KUNIT_EXPECT_EQ(test, q->prod, c + 9);
+	}
+}
+
+/*
  * The producer accepts a shared consumer index at most entries behind its
  * own producer index and not ahead of it.
  */
@@ -179,9 +216,60 @@ static void sroce_ring_refresh_cons(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, sroce_queue_refresh_cons(q), -EINVAL);
 		q->hdr->cons = p - 9;		/* more than a ring behind */
 		KUNIT_EXPECT_EQ(test, sroce_queue_refresh_cons(q), -EINVAL);
+		q->hdr->cons = p - 1;		/* behind the one accepted */
+		KUNIT_EXPECT_EQ(test, sroce_queue_refresh_cons(q), -EINVAL);
 		KUNIT_EXPECT_EQ(test, q->cons, p);
 		KUNIT_EXPECT_EQ(test, q->prod, p);
 	}
+}
+
+/*
+ * A kernel ULP posting to a ring the kernel also consumes keeps its own
+ * pair of indices: its producer index and the consumer index it saw, set
+ * under its own lock while the consumer side moves prod and cons under
+ * another. Neither side's copies change the other's.
+ */
+static void sroce_ring_post_copies(struct kunit *test)
+{
+	struct sroce_queue *q = sroce_kunit_ring(test, 0xfffffffe);
+	unsigned int i;
+
+	for (i = 0; i < 8; i++) {
+		KUNIT_ASSERT_EQ(test, sroce_queue_post_room(q), 8 - (int)i);
+		KUNIT_EXPECT_PTR_EQ(test, sroce_queue_post_elem(q),
+				    sroce_queue_elem(q, 0xfffffffe + i));
+		sroce_queue_post_publish(q, 1);
+	}
+	KUNIT_EXPECT_EQ(test, sroce_queue_post_room(q), 0);
+	KUNIT_EXPECT_EQ(test, q->hdr->prod, 6U);
+	/* The consumer's copies have not moved; it picks the posts up. */
+	KUNIT_EXPECT_EQ(test, q->prod, 0xfffffffeU);
+	KUNIT_EXPECT_EQ(test, sroce_queue_refresh_prod(q), 8);
+	sroce_queue_consumer_advance(q, 3);
+	KUNIT_EXPECT_EQ(test, q->post_cons, 0xfffffffeU);
+	KUNIT_EXPECT_EQ(test, sroce_queue_post_room(q), 3);
+	KUNIT_EXPECT_EQ(test, q->post_cons, 1U);
+	/* The consumer index the poster saw never moves back. */
+	q->hdr->cons = 0;
+	KUNIT_EXPECT_EQ(test, sroce_queue_post_room(q), -EINVAL);
+	KUNIT_EXPECT_EQ(test, q->cons, 1U);
+}
+
+/* A reset: every index at the producer's, whatever it is, the ring empty. */
+static void sroce_ring_resync(struct kunit *test)
+{
+	struct sroce_queue *q = sroce_kunit_ring(test, 40);
+
+	q->hdr->prod = 0x12345678;		/* anything userspace left */
+	sroce_queue_resync(q);
+	KUNIT_EXPECT_EQ(test, q->prod, 0x12345678U);
+	KUNIT_EXPECT_EQ(test, q->cons, 0x12345678U);
+	KUNIT_EXPECT_EQ(test, q->post_prod, 0x12345678U);
+	KUNIT_EXPECT_EQ(test, q->post_cons, 0x12345678U);
+	KUNIT_EXPECT_EQ(test, q->hdr->cons, 0x12345678U);
+	KUNIT_EXPECT_TRUE(test, sroce_queue_empty(q));
+	q->hdr->prod = 0x12345678 + 2;
+	KUNIT_EXPECT_EQ(test, sroce_queue_refresh_prod(q), 2);
 }
 
 /* A kernel ULP's receive WR: SGE limit, a full ring, the WQE written. */
@@ -251,7 +339,10 @@ static struct kunit_case sroce_ring_cases[] = {
 	KUNIT_CASE(sroce_ring_elem_masking),
 	KUNIT_CASE(sroce_ring_count_wrap),
 	KUNIT_CASE(sroce_ring_refresh_prod),
+	KUNIT_CASE(sroce_ring_refresh_prod_backwards),
 	KUNIT_CASE(sroce_ring_refresh_cons),
+	KUNIT_CASE(sroce_ring_post_copies),
+	KUNIT_CASE(sroce_ring_resync),
 	KUNIT_CASE(sroce_ring_post_recv),
 	KUNIT_CASE(sroce_ring_flags),
 	{}
