@@ -277,6 +277,7 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_TX_LENT] = { .name = "tx_zero_copy_packets" },
 	[SROCE_CNT_RX_DROP_SEQ] = { .name = "rx_drop_out_of_sequence" },
 	[SROCE_CNT_TX_BURSTS] = { .name = "tx_bursts" },
+	[SROCE_CNT_LO_DEFERRED] = { .name = "loopback_deferred" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);

@@ -22,6 +22,9 @@
  *  - A namespace being dismantled has its devices unregistered by ib_core
  *    work that may still be running when our pernet exit is called, so
  *    the exit waits until the last device has let go of the sockets.
+ *  - Loopback deliveries waiting in a CPU's queue (struct sroce_lo_cpu)
+ *    name their device by namespace and ifindex; detach waits until no
+ *    queue holds one of a device that is gone (sroce_lo_flush()).
  */
 
 #include <linux/ip.h>
@@ -45,14 +48,50 @@
 struct sroce_netns {
 	struct mutex lock;		/* users, dead, sock4, sock6 */
 	unsigned int users;
+	unsigned int detaching;		/* devices still in sroce_net_detach() */
 	bool dead;
 	struct socket *sock4;
 	struct socket *sock6;
 	struct xarray devs;
-	wait_queue_head_t idle_wq;	/* pernet exit waits for users == 0 */
+	wait_queue_head_t idle_wq;	/* pernet exit: no users, none detaching */
 };
 
 static unsigned int sroce_net_id __read_mostly;
+
+/*
+ * Loopback. A packet to an address of this host goes straight to the
+ * receive path of the device that owns it, in the sender's context, and
+ * what it sets off there may send again: the responder's ACK, the next
+ * request of the QP that ACK woke (sroce_comp_rcv() runs its requester),
+ * and so on, to local destinations too. Run inside one another, a chain
+ * of QPs, each answering to the next (any process can wire one: the
+ * destination QPN is the application's choice), would nest without bound
+ * and overrun the kernel stack. So a CPU delivers one loopback packet at
+ * a time: one that comes while another is being delivered there (depth)
+ * waits in the CPU's queue, and the outermost delivery takes the queue
+ * in order after its own, up to SROCE_LO_BUDGET packets; a worker takes
+ * what is left, so the sender's call is bounded too.
+ *
+ * All of it runs with bottom halves off (sroce_net_xmit()) and under RCU;
+ * a CPU's queue is only appended to by that CPU, but its worker may run
+ * elsewhere (CPU hotplug), hence the locked queue operations.
+ */
+#define SROCE_LO_BUDGET		64
+#define SROCE_LO_QUEUE_MAX	4096
+
+struct sroce_lo_cpu {
+	struct sk_buff_head queue;
+	struct work_struct work;
+	unsigned int depth;		/* deliveries running on this CPU */
+};
+
+/* Where a queued loopback packet goes (skb->cb). */
+struct sroce_lo_cb {
+	struct sroce_netns *sn;
+	int ifindex;
+};
+
+static DEFINE_PER_CPU(struct sroce_lo_cpu, sroce_lo);
 
 /* Receive ------------------------------------------------------------ */
 
@@ -383,34 +422,143 @@ static struct sroce_dev *sroce_gid_owner(struct sroce_dev *sdev,
 	return NULL;
 }
 
+/* Hand a queued loopback packet to its device, if that is still there. */
+static void sroce_lo_deliver(struct sk_buff *skb)
+{
+	const struct sroce_lo_cb *cb = (const void *)skb->cb;
+	struct sroce_dev *peer = xa_load(&cb->sn->devs, cb->ifindex);
+
+	if (!peer) {
+		kfree_skb(skb);
+		return;
+	}
+	skb->dev = peer->ndev;
+	memset(skb->cb, 0, sizeof(skb->cb));
+	sroce_count(peer, SROCE_CNT_RX_PACKETS, 1);
+	sroce_count(peer, SROCE_CNT_RX_BYTES, skb->len);
+	sroce_rcv(peer, skb);
+}
+
+/* Deliver up to @budget packets of @q, in order. BHs off, RCU held. */
+static void sroce_lo_run(struct sroce_lo_cpu *q, unsigned int budget)
+{
+	struct sk_buff *skb;
+
+	while (budget-- && (skb = skb_dequeue(&q->queue)))
+		sroce_lo_deliver(skb);
+}
+
+/*
+ * The outermost delivery on this CPU ends (BHs off): what it left in the
+ * queue goes to the CPU's worker.
+ */
+static void sroce_lo_leave(struct sroce_lo_cpu *lo)
+{
+	lo->depth--;
+	if (!lo->depth && !skb_queue_empty_lockless(&lo->queue))
+		queue_work_on(smp_processor_id(), system_highpri_wq, &lo->work);
+}
+
+static void sroce_lo_work(struct work_struct *work)
+{
+	struct sroce_lo_cpu *home = container_of(work, struct sroce_lo_cpu,
+						 work);
+
+	while (!skb_queue_empty_lockless(&home->queue)) {
+		struct sroce_lo_cpu *lo;
+
+		local_bh_disable();
+		rcu_read_lock();
+		lo = this_cpu_ptr(&sroce_lo);
+		lo->depth++;
+		sroce_lo_run(home, SROCE_LO_BUDGET);
+		sroce_lo_leave(lo);
+		rcu_read_unlock();
+		local_bh_enable();
+		cond_resched();
+	}
+}
+
+/*
+ * No loopback packet of a device detached before this call is still
+ * queued or being delivered when it returns. May sleep.
+ */
+static void sroce_lo_flush(void)
+{
+	int cpu;
+
+	/* Senders that found the device have queued what they will. */
+	synchronize_rcu();
+	for_each_possible_cpu(cpu)
+		flush_work(&per_cpu_ptr(&sroce_lo, cpu)->work);
+	/* A delivery that took one off a queue meanwhile runs under RCU. */
+	synchronize_rcu();
+}
+
+static void sroce_lo_init(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct sroce_lo_cpu *lo = per_cpu_ptr(&sroce_lo, cpu);
+
+		skb_queue_head_init(&lo->queue);
+		INIT_WORK(&lo->work, sroce_lo_work);
+		lo->depth = 0;
+	}
+}
+
+/* Module exit: every device is gone, so is every queued packet's. */
+static void sroce_lo_exit(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		struct sroce_lo_cpu *lo = per_cpu_ptr(&sroce_lo, cpu);
+
+		cancel_work_sync(&lo->work);
+		skb_queue_purge(&lo->queue);
+	}
+}
+
 /*
  * The destination is an address of this host: hand the sealed packet to
  * the receive path of the device that owns it, as if it had arrived —
- * no netdev, no loopback device (whose packets name no sroce device).
+ * no netdev, no loopback device (whose packets name no sroce device) —
+ * now, or after the delivery already running on this CPU (see above).
  */
 static int sroce_net_loopback(struct sroce_dev *sdev, const struct sroce_av *av,
 			      struct sk_buff *skb)
 {
-	struct sroce_dev *peer;
+	struct sroce_lo_cpu *lo = this_cpu_ptr(&sroce_lo);
+	struct sroce_lo_cb *cb = (void *)skb->cb;
 	unsigned int bytes = skb->len;
+	struct sroce_dev *peer;
 
 	rcu_read_lock();
 	peer = sroce_gid_owner(sdev, &av->dgid);
-	if (!peer) {
+	if (!peer || skb_queue_len(&lo->queue) >= SROCE_LO_QUEUE_MAX) {
 		rcu_read_unlock();
 		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
 		kfree_skb(skb);
-		return -EHOSTUNREACH;
+		return peer ? -ENOBUFS : -EHOSTUNREACH;
 	}
 	skb_dst_drop(skb);
-	skb->dev = peer->ndev;
+	skb->dev = NULL;
 	skb->pkt_type = PACKET_HOST;
 	__skb_pull(skb, skb_transport_offset(skb));
 	sroce_count(sdev, SROCE_CNT_TX_PACKETS, 1);
 	sroce_count(sdev, SROCE_CNT_TX_BYTES, bytes);
-	sroce_count(peer, SROCE_CNT_RX_PACKETS, 1);
-	sroce_count(peer, SROCE_CNT_RX_BYTES, skb->len);
-	sroce_rcv(peer, skb);
+	cb->sn = peer->netns;
+	cb->ifindex = peer->ifindex;
+	skb_queue_tail(&lo->queue, skb);
+	if (!lo->depth) {
+		lo->depth++;
+		sroce_lo_run(lo, SROCE_LO_BUDGET);
+		sroce_lo_leave(lo);
+	} else {
+		sroce_count(sdev, SROCE_CNT_LO_DEFERRED, 1);
+	}
 	rcu_read_unlock();
 	return 0;
 }
@@ -747,12 +895,20 @@ void sroce_net_detach(struct sroce_dev *sdev)
 	xa_erase(&sn->devs, sdev->ifindex);
 	if (!--sn->users)
 		sroce_udp_close(sn);
+	sn->detaching++;
 	sdev->netns = NULL;
-	wake_up_all(&sn->idle_wq);
 	mutex_unlock(&sn->lock);
 
-	/* Let receivers that found sdev in sn->devs finish with it. */
-	synchronize_rcu();
+	/*
+	 * Let receivers that found sdev in sn->devs finish with it, and let
+	 * no loopback packet for it (which names sn) outlive this: only then
+	 * may the namespace's exit free sn.
+	 */
+	sroce_lo_flush();
+	mutex_lock(&sn->lock);
+	sn->detaching--;
+	wake_up_all(&sn->idle_wq);
+	mutex_unlock(&sn->lock);
 }
 
 static int __net_init sroce_netns_init(struct net *net)
@@ -777,7 +933,8 @@ static void __net_exit sroce_netns_exit(struct net *net)
 	 * The netdevs are gone; their devices' unregistration may not be.
 	 * Taking the lock after the wait fences the last detach.
 	 */
-	wait_event(sn->idle_wq, !READ_ONCE(sn->users));
+	wait_event(sn->idle_wq,
+		   !READ_ONCE(sn->users) && !READ_ONCE(sn->detaching));
 	mutex_lock(&sn->lock);
 	mutex_unlock(&sn->lock);
 	WARN_ON(sn->sock4 || sn->sock6);
@@ -794,10 +951,12 @@ static struct pernet_operations sroce_net_ops = {
 
 int sroce_net_init(void)
 {
+	sroce_lo_init();
 	return register_pernet_subsys(&sroce_net_ops);
 }
 
 void sroce_net_exit(void)
 {
 	unregister_pernet_subsys(&sroce_net_ops);
+	sroce_lo_exit();
 }
