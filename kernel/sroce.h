@@ -273,6 +273,7 @@ struct sroce_srq {
 	u32 srqn;
 	u32 max_sge;
 	u32 limit;			/* armed limit, 0 = disarmed */
+	bool is_user;			/* userspace produces into rq */
 };
 
 static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
@@ -651,7 +652,7 @@ bool sroce_comp_retire(struct sroce_qp *qp);
 void sroce_comp_arm_timer(struct sroce_qp *qp);
 
 /* sroce_resp.c */
-int sroce_resp_init(struct sroce_qp *qp, u32 max_sge);
+int sroce_resp_init(struct sroce_qp *qp, u32 max_sge, gfp_t gfp);
 void sroce_resp_free(struct sroce_qp *qp);
 int sroce_resp_set_rd_atomic(struct sroce_qp *qp, u32 n);
 void sroce_resp_reset(struct sroce_qp *qp);

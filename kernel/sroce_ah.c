@@ -58,7 +58,9 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
 
-	ah->av = kzalloc(sizeof(*ah->av), GFP_ATOMIC);
+	/* A user's verb may sleep, and its memory is charged to the user. */
+	ah->av = kzalloc(sizeof(*ah->av),
+			 udata ? GFP_KERNEL_ACCOUNT : GFP_ATOMIC);
 	if (!ah->av)
 		return -ENOMEM;
 	err = sroce_av_from_attr(ah->av, init_attr->ah_attr);

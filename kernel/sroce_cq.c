@@ -62,7 +62,8 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return err == -EBUSY ? -ENOMEM : err;
 
 	err = sroce_queue_init(&cq->queue, sroce_cq_entries(attr->cqe),
-			       SROCE_CQE_SIZE);
+			       SROCE_CQE_SIZE,
+			       udata ? GFP_KERNEL_ACCOUNT : GFP_KERNEL);
 	if (err)
 		goto err_xa;
 
@@ -122,7 +123,8 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
 
-	err = sroce_queue_init(&nq, sroce_cq_entries(cqe), SROCE_CQE_SIZE);
+	err = sroce_queue_init(&nq, sroce_cq_entries(cqe), SROCE_CQE_SIZE,
+			       cq->is_user ? GFP_KERNEL_ACCOUNT : GFP_KERNEL);
 	if (err)
 		return err;
 	if (cq->is_user) {

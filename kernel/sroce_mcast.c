@@ -107,6 +107,12 @@ static void sroce_mcast_ip(struct sroce_dev *sdev, const union ib_gid *mgid,
 	rtnl_unlock();
 }
 
+/* A user's attachments are charged to the user's memory cgroup. */
+static gfp_t sroce_mcast_gfp(const struct sroce_qp *qp)
+{
+	return qp->is_user ? GFP_KERNEL_ACCOUNT : GFP_KERNEL;
+}
+
 static bool sroce_mgid_valid(const union ib_gid *mgid)
 {
 	const struct in6_addr *a6 = (const struct in6_addr *)mgid->raw;
@@ -136,7 +142,7 @@ int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *ibgid, u16 lid)
 	if (ibqp->qp_type != IB_QPT_UD || !sroce_mgid_valid(ibgid))
 		return -EINVAL;
 
-	mca = kzalloc(sizeof(*mca), GFP_KERNEL);
+	mca = kzalloc(sizeof(*mca), sroce_mcast_gfp(qp));
 	if (!mca)
 		return -ENOMEM;
 	mca->qp = qp;
@@ -161,7 +167,7 @@ int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *ibgid, u16 lid)
 			err = -ENOMEM;
 			goto err_unlock;
 		}
-		new_mcg = kzalloc(sizeof(*new_mcg), GFP_KERNEL);
+		new_mcg = kzalloc(sizeof(*new_mcg), sroce_mcast_gfp(qp));
 		if (!new_mcg) {
 			err = -ENOMEM;
 			goto err_unlock;

@@ -47,6 +47,12 @@ int sroce_mr_check_access(struct ib_device *ibdev, int access)
 	return 0;
 }
 
+/* What a user's MR or window allocates is charged to the user's memcg. */
+static gfp_t sroce_mr_gfp(const struct ib_pd *ibpd)
+{
+	return ibpd->uobject ? GFP_KERNEL_ACCOUNT : GFP_KERNEL;
+}
+
 /*
  * A new key object of @type. MRs take key indexes 1..SROCE_MAX_MR, memory
  * windows the SROCE_MAX_MW above them, so each count is bounded by its own
@@ -61,7 +67,7 @@ struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type,
 	u8 variant;
 	int err;
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), sroce_mr_gfp(ibpd));
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 	mr->type = type;
@@ -275,7 +281,7 @@ static int sroce_mr_pin(struct sroce_mr *mr, struct ib_device *ibdev,
 		return PTR_ERR(umem);
 
 	mr->npages = ib_umem_num_pages(umem);
-	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvcalloc(mr->npages, sizeof(*mr->pages), GFP_KERNEL_ACCOUNT);
 	if (!mr->pages) {
 		ib_umem_release(umem);
 		return -ENOMEM;

@@ -140,14 +140,13 @@ static void sroce_qp_grant_caps(struct sroce_qp *qp, struct ib_qp_cap *cap)
 }
 
 /* The requester's WQE copies and the responder's state. */
-static int sroce_qp_alloc_transport(struct sroce_qp *qp)
+static int sroce_qp_alloc_transport(struct sroce_qp *qp, gfp_t gfp)
 {
 	int err;
 
-	qp->sq_copy = vmalloc(array_size(qp->sq.entries,
-					 1U << qp->sq.stride_shift));
-	qp->sq_meta = kvcalloc(qp->sq.entries, sizeof(*qp->sq_meta),
-			       GFP_KERNEL);
+	qp->sq_copy = __vmalloc(array_size(qp->sq.entries,
+					   1U << qp->sq.stride_shift), gfp);
+	qp->sq_meta = kvcalloc(qp->sq.entries, sizeof(*qp->sq_meta), gfp);
 	if (!qp->sq_copy || !qp->sq_meta) {
 		err = -ENOMEM;
 		goto err;
@@ -156,10 +155,10 @@ static int sroce_qp_alloc_transport(struct sroce_qp *qp)
 				  max_t(u32, qp->rq.stride_shift ?
 					((1U << qp->rq.stride_shift) -
 					 SROCE_RECV_WQE_HDR) /
-					sizeof(struct sroce_sge) : 1, 1));
+					sizeof(struct sroce_sge) : 1, 1), gfp);
 	if (err)
 		goto err;
-	err = dst_cache_init(&qp->dst_cache, GFP_KERNEL);
+	err = dst_cache_init(&qp->dst_cache, gfp);
 	if (err) {
 		sroce_resp_free(qp);
 		goto err;
@@ -192,6 +191,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
 	struct sroce_qp *qp = to_sqp(ibqp);
 	struct sroce_create_qp_resp resp = {};
+	/* What a user's verb allocates is charged to the user's memcg. */
+	gfp_t gfp = udata ? GFP_KERNEL_ACCOUNT : GFP_KERNEL;
 	u32 sq_entries, rq_entries;
 	int err;
 
@@ -226,28 +227,28 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	sq_entries = roundup_pow_of_two(max(init->cap.max_send_wr, 1U));
 	rq_entries = roundup_pow_of_two(max(init->cap.max_recv_wr, 1U));
 	err = sroce_queue_init(&qp->sq, sq_entries,
-			       sroce_sq_stride(&init->cap));
+			       sroce_sq_stride(&init->cap), gfp);
 	if (err)
 		return err;
 	/* With an SRQ the QP has no receive ring of its own. */
 	if (!qp->srq) {
 		err = sroce_queue_init(&qp->rq, rq_entries,
-				       sroce_rq_stride(&init->cap));
+				       sroce_rq_stride(&init->cap), gfp);
 		if (err)
 			goto err_sq;
 	}
-	err = sroce_qp_alloc_transport(qp);
+	err = sroce_qp_alloc_transport(qp, gfp);
 	if (err)
 		goto err_rq;
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qp->qpn = 1;
-		err = xa_insert(&sdev->qp_xa, qp->qpn, qp, GFP_KERNEL);
+		err = xa_insert(&sdev->qp_xa, qp->qpn, qp, gfp);
 	} else {
 		err = xa_alloc_cyclic(&sdev->qp_xa, &qp->qpn, qp,
 				      XA_LIMIT(SROCE_FIRST_QPN,
 					       SROCE_FIRST_QPN + SROCE_MAX_QP - 1),
-				      &sdev->qp_next, GFP_KERNEL);
+				      &sdev->qp_next, gfp);
 	}
 	if (err < 0) {
 		err = err == -EBUSY ? -ENOMEM : err;

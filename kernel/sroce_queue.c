@@ -2,11 +2,17 @@
 /*
  * sroce: shared ring memory and its user mappings.
  *
- * A ring is one vmalloc_user() area: header, then the elements. A ring
+ * A ring is one zeroed vmalloc area: header, then the elements. A ring
  * that userspace maps gets an rdma_user_mmap_entry; from then on the entry
  * owns the memory and frees it in sroce_mmap_free(), which ib_core calls
  * once the entry is removed and no mmap() is using it. Pages already
  * mapped into a process stay valid after that (vm_insert_page holds them).
+ *
+ * The rings of a user's QPs, SRQs and CQs are charged to the user's memory
+ * cgroup (GFP_KERNEL_ACCOUNT): they are up to tens of MiB per object, so
+ * without it a process could allocate far past its limit. vmalloc_user()
+ * cannot charge, so the area comes from __vmalloc() and mmap inserts its
+ * pages one by one, as remap_vmalloc_range() would.
  */
 
 #include <linux/mm.h>
@@ -15,6 +21,7 @@
 #include <linux/vmalloc.h>
 
 #include "sroce.h"
+#include "sroce_compat.h"
 #include "sroce_queue.h"
 
 struct sroce_mmap_entry {
@@ -32,15 +39,16 @@ size_t sroce_queue_bytes(u32 entries, u32 stride)
  * @q: the queue
  * @entries: element count, a power of two
  * @stride: bytes per element, a power of two of at least 64
+ * @gfp: GFP_KERNEL_ACCOUNT for a user's object, else GFP_KERNEL
  */
-int sroce_queue_init(struct sroce_queue *q, u32 entries, u32 stride)
+int sroce_queue_init(struct sroce_queue *q, u32 entries, u32 stride, gfp_t gfp)
 {
 	if (!is_power_of_2(entries) || !is_power_of_2(stride) || stride < 64)
 		return -EINVAL;
 
 	memset(q, 0, sizeof(*q));
 	q->size = sroce_queue_bytes(entries, stride);
-	q->hdr = vmalloc_user(q->size);
+	q->hdr = __vmalloc(q->size, gfp | __GFP_ZERO);
 	if (!q->hdr)
 		return -ENOMEM;
 	q->data = (u8 *)q->hdr + SROCE_RING_DATA_OFFSET;
@@ -72,7 +80,7 @@ int sroce_queue_map_user(struct sroce_queue *q, struct ib_ucontext *uctx,
 	struct sroce_mmap_entry *e;
 	int err;
 
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!e)
 		return -ENOMEM;
 	e->vaddr = q->hdr;
@@ -90,6 +98,23 @@ int sroce_queue_map_user(struct sroce_queue *q, struct ib_ucontext *uctx,
 	return 0;
 }
 
+/* Map the vmalloc area at @vaddr into all of @vma, page by page. */
+static int sroce_mmap_pages(struct vm_area_struct *vma, void *vaddr)
+{
+	unsigned long uaddr = vma->vm_start;
+	int err;
+
+	while (uaddr < vma->vm_end) {
+		err = vm_insert_page(vma, uaddr, vmalloc_to_page(vaddr));
+		if (err)
+			return err;
+		uaddr += PAGE_SIZE;
+		vaddr += PAGE_SIZE;
+	}
+	sroce_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	return 0;
+}
+
 int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *rentry;
@@ -102,7 +127,7 @@ int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 	e = container_of(rentry, struct sroce_mmap_entry, rdma);
 
 	/* ib_core checked that vma is shared and exactly the entry's size. */
-	err = remap_vmalloc_range(vma, e->vaddr, 0);
+	err = sroce_mmap_pages(vma, e->vaddr);
 	rdma_user_mmap_entry_put(rentry);
 	return err;
 }

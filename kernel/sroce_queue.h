@@ -52,7 +52,7 @@ struct sroce_queue {
 	struct sroce_mmap_entry *mmap;
 };
 
-int sroce_queue_init(struct sroce_queue *q, u32 entries, u32 stride);
+int sroce_queue_init(struct sroce_queue *q, u32 entries, u32 stride, gfp_t gfp);
 void sroce_queue_free(struct sroce_queue *q);
 int sroce_queue_map_user(struct sroce_queue *q, struct ib_ucontext *uctx,
 			 struct sroce_ring_info *info);

@@ -55,22 +55,29 @@ static u32 sroce_resp_txq_size(u32 nres)
 	return 2 * nres + 8;
 }
 
+/* A user's QP's state is charged to the user's memory cgroup. */
+static gfp_t sroce_resp_gfp(const struct sroce_qp *qp)
+{
+	return qp->is_user ? GFP_KERNEL_ACCOUNT : GFP_KERNEL;
+}
+
 /**
  * sroce_resp_init - allocate what a responder needs
  * @qp: the queue pair
  * @max_sge: SGEs of the largest receive WQE it may take
+ * @gfp: GFP_KERNEL_ACCOUNT for a user's QP
  *
  * Return: 0 or -ENOMEM.
  */
-int sroce_resp_init(struct sroce_qp *qp, u32 max_sge)
+int sroce_resp_init(struct sroce_qp *qp, u32 max_sge, gfp_t gfp)
 {
 	struct sroce_resp *resp = &qp->resp;
 
-	resp->sge = kcalloc(max(max_sge, 1U), sizeof(*resp->sge), GFP_KERNEL);
+	resp->sge = kcalloc(max(max_sge, 1U), sizeof(*resp->sge), gfp);
 	resp->nres = 1;
-	resp->res = kcalloc(resp->nres, sizeof(*resp->res), GFP_KERNEL);
+	resp->res = kcalloc(resp->nres, sizeof(*resp->res), gfp);
 	resp->txq_size = sroce_resp_txq_size(resp->nres);
-	resp->txq = kcalloc(resp->txq_size, sizeof(*resp->txq), GFP_KERNEL);
+	resp->txq = kcalloc(resp->txq_size, sizeof(*resp->txq), gfp);
 	if (!resp->sge || !resp->res || !resp->txq) {
 		sroce_resp_free(qp);
 		return -ENOMEM;
@@ -104,8 +111,8 @@ int sroce_resp_set_rd_atomic(struct sroce_qp *qp, u32 n)
 	n = max(n, 1U);
 	if (n == resp->nres)
 		return 0;
-	res = kcalloc(n, sizeof(*res), GFP_KERNEL);
-	txq = kcalloc(sroce_resp_txq_size(n), sizeof(*txq), GFP_KERNEL);
+	res = kcalloc(n, sizeof(*res), sroce_resp_gfp(qp));
+	txq = kcalloc(sroce_resp_txq_size(n), sizeof(*txq), sroce_resp_gfp(qp));
 	if (!res || !txq) {
 		kfree(res);
 		kfree(txq);

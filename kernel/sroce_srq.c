@@ -44,8 +44,10 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	spin_lock_init(&srq->lock);
 	spin_lock_init(&srq->post_lock);
+	srq->is_user = !!udata;
 	err = sroce_queue_init(&srq->rq, roundup_pow_of_two(attr->max_wr),
-			       sroce_srq_stride(attr->max_sge));
+			       sroce_srq_stride(attr->max_sge),
+			       udata ? GFP_KERNEL_ACCOUNT : GFP_KERNEL);
 	if (err)
 		return err;
 	srq->max_sge = min_t(u32, ((1U << srq->rq.stride_shift) -

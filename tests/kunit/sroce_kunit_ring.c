@@ -65,11 +65,12 @@ static void sroce_ring_init_geometry(struct kunit *test)
 
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
 		KUNIT_EXPECT_EQ_MSG(test,
-				    sroce_queue_init(&q, bad[i][0], bad[i][1]),
+				    sroce_queue_init(&q, bad[i][0], bad[i][1],
+						     GFP_KERNEL),
 				    -EINVAL, "entries %u stride %u",
 				    bad[i][0], bad[i][1]);
 
-	KUNIT_ASSERT_EQ(test, sroce_queue_init(&q, 16, 128), 0);
+	KUNIT_ASSERT_EQ(test, sroce_queue_init(&q, 16, 128, GFP_KERNEL), 0);
 	KUNIT_EXPECT_EQ(test, q.entries, 16U);
 	KUNIT_EXPECT_EQ(test, q.stride_shift, 7U);
 	KUNIT_EXPECT_EQ(test, q.size, sroce_queue_bytes(16, 128));
