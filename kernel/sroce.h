@@ -485,8 +485,21 @@ struct sroce_qp {
 	struct hrtimer rnr_timer;	/* the RNR back-off is sub-jiffy */
 	struct dst_cache dst_cache;
 
+	struct sroce_qp_handle *handle;	/* what qp_xa maps the QPN to */
+};
+
+/*
+ * The receive path finds a QP by number through its handle, not the QP
+ * itself: ib_core frees the QP as soon as destroy_qp (or a failed
+ * create_qp) returns, with no grace period, while a lookup that loaded
+ * the pointer just before may still be about to try for a reference. The
+ * handle holds the reference count and outlives the QP by a grace period.
+ */
+struct sroce_qp_handle {
+	struct sroce_qp *qp;
 	refcount_t ref;			/* lookups from the wire + 1 */
 	struct completion released;
+	struct rcu_head rcu;
 };
 
 static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
@@ -631,6 +644,7 @@ void sroce_qp_error(struct sroce_qp *qp, bool fatal);
 void sroce_qp_drain_ud_senders(struct sroce_dev *sdev, struct ib_pd *pd);
 struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn);
 struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn);
+bool sroce_qp_tryget(struct sroce_qp *qp);
 void sroce_qp_put(struct sroce_qp *qp);
 enum ib_qp_state sroce_qp_state(struct sroce_qp *qp);
 void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);

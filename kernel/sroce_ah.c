@@ -86,7 +86,10 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init_attr,
 	return 0;
 
 err_erase:
+	/* Published: a UD requester may be reading it under RCU. */
 	xa_erase(&sdev->ah_xa, ah->ah_num);
+	kfree_rcu(ah->av, rcu);
+	return err;
 err_free:
 	kfree(ah->av);
 	return err;

@@ -25,7 +25,7 @@
  *  - An attachment names its QP without a reference. A QP that was ever
  *    attached waits for a grace period in destroy (after its last
  *    attachment is gone) before its memory can go, so a reader that saw
- *    the attachment can still try refcount_inc_not_zero() on it.
+ *    the attachment can still try for a reference (sroce_qp_tryget()).
  */
 
 #include <linux/if_ether.h>
@@ -321,7 +321,7 @@ int sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 		list_for_each_entry_rcu(mca, &mcg->qps, node) {
 			struct sroce_qp *qp = mca->qp;
 
-			if (!refcount_inc_not_zero(&qp->ref))
+			if (!sroce_qp_tryget(qp))
 				continue;
 			sroce_resp_rcv(qp, skb, pkt);
 			sroce_qp_put(qp);

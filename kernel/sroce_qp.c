@@ -9,9 +9,11 @@
  * so the ring depth bounds the work outstanding. The requester copies and
  * checks WQEs into qp->sq_copy (sroce_req.c).
  *
- * Lifetime: the receive path finds a QP by number under RCU and holds a
- * reference (sroce_qp_get) while it works; destroy unpublishes the
- * number, stops the engines and timers, and waits for the references.
+ * Lifetime: the receive path finds a QP's handle by number under RCU and
+ * holds a reference (sroce_qp_get) while it works; destroy, and a create
+ * that fails once the number is published, unpublish the number, wait for
+ * the references, and free the handle only after a grace period (a lookup
+ * may have loaded it just before: struct sroce_qp_handle).
  *
  * Locking:
  *  - qp->state_lock (spinlock, bh) guards qp->state and the attributes
@@ -43,9 +45,15 @@ static const char *const sroce_qp_state_name[] = {
 
 struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn)
 {
-	struct sroce_qp *qp = xa_load(&sdev->qp_xa, qpn);
+	struct sroce_qp_handle *h;
+	struct ib_qp *ibqp = NULL;
 
-	return qp ? &qp->ibqp : NULL;
+	rcu_read_lock();
+	h = xa_load(&sdev->qp_xa, qpn);
+	if (h)
+		ibqp = &h->qp->ibqp;
+	rcu_read_unlock();
+	return ibqp;
 }
 
 /**
@@ -57,20 +65,49 @@ struct ib_qp *sroce_qp_lookup_ib(struct sroce_dev *sdev, u32 qpn)
  */
 struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn)
 {
-	struct sroce_qp *qp;
+	struct sroce_qp_handle *h;
+	struct sroce_qp *qp = NULL;
 
 	rcu_read_lock();
-	qp = xa_load(&sdev->qp_xa, qpn);
-	if (qp && !refcount_inc_not_zero(&qp->ref))
-		qp = NULL;
+	h = xa_load(&sdev->qp_xa, qpn);
+	if (h && refcount_inc_not_zero(&h->ref))
+		qp = h->qp;
 	rcu_read_unlock();
 	return qp;
 }
 
+/* A reference on a QP known to be alive (under RCU, see sroce_mcast.c). */
+bool sroce_qp_tryget(struct sroce_qp *qp)
+{
+	return refcount_inc_not_zero(&qp->handle->ref);
+}
+
 void sroce_qp_put(struct sroce_qp *qp)
 {
-	if (refcount_dec_and_test(&qp->ref))
-		complete(&qp->released);
+	struct sroce_qp_handle *h = qp->handle;
+
+	/* After the decrement @qp may be gone: only the handle is touched. */
+	if (refcount_dec_and_test(&h->ref))
+		complete(&h->released);
+}
+
+/*
+ * Take the QP's number off the lookup table and wait until no packet
+ * holds the QP; the handle goes after a grace period. May sleep.
+ */
+static void sroce_qp_unpublish(struct sroce_dev *sdev, struct sroce_qp *qp)
+{
+	struct sroce_qp_handle *h = qp->handle;
+
+	xa_erase(&sdev->qp_xa, qp->qpn);
+	sroce_qp_put(qp);
+	wait_for_completion(&h->released);
+}
+
+static void sroce_qp_free_handle(struct sroce_qp *qp)
+{
+	kfree_rcu(qp->handle, rcu);
+	qp->handle = NULL;
 }
 
 /* Ring geometry for the capabilities asked; reports what it grants. */
@@ -209,8 +246,6 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->rq_lock);
 	spin_lock_init(&qp->post_lock);
 	spin_lock_init(&qp->resp_lock);
-	refcount_set(&qp->ref, 1);
-	init_completion(&qp->released);
 	sroce_task_init(&qp->req_task, sroce_req_pass);
 	sroce_task_init(&qp->resp_task, sroce_resp_tx_pass);
 	timer_setup(&qp->retrans_timer, sroce_comp_retrans_timer, 0);
@@ -224,12 +259,19 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->is_user = !!udata;
 
+	qp->handle = kzalloc(sizeof(*qp->handle), gfp);
+	if (!qp->handle)
+		return -ENOMEM;
+	qp->handle->qp = qp;
+	refcount_set(&qp->handle->ref, 1);
+	init_completion(&qp->handle->released);
+
 	sq_entries = roundup_pow_of_two(max(init->cap.max_send_wr, 1U));
 	rq_entries = roundup_pow_of_two(max(init->cap.max_recv_wr, 1U));
 	err = sroce_queue_init(&qp->sq, sq_entries,
 			       sroce_sq_stride(&init->cap), gfp);
 	if (err)
-		return err;
+		goto err_handle;
 	/* With an SRQ the QP has no receive ring of its own. */
 	if (!qp->srq) {
 		err = sroce_queue_init(&qp->rq, rq_entries,
@@ -243,9 +285,9 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	if (init->qp_type == IB_QPT_GSI) {
 		qp->qpn = 1;
-		err = xa_insert(&sdev->qp_xa, qp->qpn, qp, gfp);
+		err = xa_insert(&sdev->qp_xa, qp->qpn, qp->handle, gfp);
 	} else {
-		err = xa_alloc_cyclic(&sdev->qp_xa, &qp->qpn, qp,
+		err = xa_alloc_cyclic(&sdev->qp_xa, &qp->qpn, qp->handle,
 				      XA_LIMIT(SROCE_FIRST_QPN,
 					       SROCE_FIRST_QPN + SROCE_MAX_QP - 1),
 				      &sdev->qp_next, gfp);
@@ -280,13 +322,22 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	return 0;
 
 err_xa:
-	xa_erase(&sdev->qp_xa, qp->qpn);
+	/* A packet may have found the QP since its number was published. */
+	sroce_qp_unpublish(sdev, qp);
+	sroce_qp_free_transport(qp);
+	sroce_queue_free(&qp->rq);
+	sroce_queue_free(&qp->sq);
+	sroce_qp_free_handle(qp);
+	return err;
 err_transport:
 	sroce_qp_free_transport(qp);
 err_rq:
 	sroce_queue_free(&qp->rq);
 err_sq:
 	sroce_queue_free(&qp->sq);
+err_handle:
+	kfree(qp->handle);
+	qp->handle = NULL;
 	return err;
 }
 
@@ -717,13 +768,15 @@ static void sroce_qp_drain_unreliable(struct sroce_qp *qp)
 void sroce_qp_drain_ud_senders(struct sroce_dev *sdev, struct ib_pd *pd)
 {
 	unsigned long index = 0;
+	struct sroce_qp_handle *h;
 	struct sroce_qp *qp;
 
 	for (;; index++) {
 		rcu_read_lock();
-		qp = xa_find(&sdev->qp_xa, &index, ULONG_MAX, XA_PRESENT);
+		h = xa_find(&sdev->qp_xa, &index, ULONG_MAX, XA_PRESENT);
+		qp = h ? h->qp : NULL;
 		if (qp && (qp->ibqp.pd != pd || qp->ibqp.qp_type != IB_QPT_UD ||
-			   !refcount_inc_not_zero(&qp->ref)))
+			   !refcount_inc_not_zero(&h->ref)))
 			qp = ERR_PTR(-EAGAIN);
 		rcu_read_unlock();
 		if (!qp)
@@ -746,18 +799,17 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	spin_unlock_bh(&qp->state_lock);
 
 	sroce_mcast_qp_destroy(qp);
-	/* No new lookups, then no engine, timer or packet still at work. */
-	xa_erase(&sdev->qp_xa, qp->qpn);
+	/* No engine runs again, no packet holds it, then no timer either. */
 	sroce_task_stop(&qp->req_task);
 	sroce_task_stop(&qp->resp_task);
-	sroce_qp_put(qp);
-	wait_for_completion(&qp->released);
+	sroce_qp_unpublish(sdev, qp);
 	del_timer_sync(&qp->retrans_timer);
 	hrtimer_cancel(&qp->rnr_timer);
 
 	sroce_qp_free_transport(qp);
 	sroce_queue_free(&qp->sq);
 	sroce_queue_free(&qp->rq);
+	sroce_qp_free_handle(qp);
 	return 0;
 }
 
