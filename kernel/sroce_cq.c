@@ -194,7 +194,7 @@ int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	return ret;
 }
 
-static void sroce_cq_error(struct sroce_cq *cq)
+static void sroce_cq_error_event(struct sroce_cq *cq)
 {
 	struct ib_event ev = {
 		.device = cq->ibcq.device,
@@ -202,7 +202,6 @@ static void sroce_cq_error(struct sroce_cq *cq)
 		.event = IB_EVENT_CQ_ERR,
 	};
 
-	sroce_queue_set_flags(&cq->queue, SROCE_RING_F_ERROR);
 	if (cq->ibcq.event_handler)
 		cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
 }
@@ -232,8 +231,10 @@ int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 	space = sroce_queue_refresh_cons(&cq->queue);
 	if (space <= 0) {
 		cq->overflow = true;
+		/* Under the lock: a resize swaps and frees the ring under it. */
+		sroce_queue_set_flags(&cq->queue, SROCE_RING_F_ERROR);
 		spin_unlock_irqrestore(&cq->lock, flags);
-		sroce_cq_error(cq);
+		sroce_cq_error_event(cq);
 		return -ENOSPC;
 	}
 	memcpy(sroce_queue_producer_elem(&cq->queue), cqe, sizeof(*cqe));
