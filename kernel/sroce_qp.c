@@ -964,6 +964,10 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	if (qp->is_user && wr) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
 	if (!qp->is_user) {
 		if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
 		    state == IB_QPS_RTR) {
@@ -1005,7 +1009,8 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
-	if (qp->srq) {
+	/* A user QP's receive doorbell carries no WRs (see post_send). */
+	if (qp->srq || (qp->is_user && wr)) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}

@@ -4,7 +4,8 @@
  *
  * An SRQ is a ring of struct sroce_recv_wqe that userspace (or a kernel
  * ULP through post_srq_recv) produces and the responders of its QPs
- * consume. srq_limit, once armed by modify_srq, fires
+ * consume. The kernel never produces into a user's SRQ: for a user SRQ,
+ * post_srq_recv is not a way to post. srq_limit, once armed by modify_srq, fires
  * IB_EVENT_SRQ_LIMIT_REACHED a single time when consumption leaves fewer
  * WQEs than the limit (sroce_srq_consumed), and disarms.
  *
@@ -158,6 +159,17 @@ int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0;
 
+	/*
+	 * Userspace owns the producer side of its SRQ's ring: the kernel
+	 * writing WQEs there too would race with it, and would have to trust
+	 * a consumer index userspace can write.
+	 */
+	if (srq->is_user && wr) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	if (srq->is_user)
+		return 0;
 	spin_lock_irqsave(&srq->post_lock, flags);
 	for (; wr; wr = wr->next) {
 		err = sroce_queue_post_recv(&srq->rq, srq->max_sge, wr);

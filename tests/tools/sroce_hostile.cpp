@@ -262,6 +262,84 @@ void check_random(env &e, int rounds)
 		   rounds, alive);
 }
 
+// A uverbs POST_RECV / POST_SRQ_RECV carrying work requests, straight to
+// the kernel: userspace owns the producer side of its rings, so the kernel
+// must refuse them (EINVAL) and write nothing into the ring - before, it
+// posted them into a user SRQ's ring as a second producer, trusting the
+// consumer index userspace can write.
+int post_recv_cmd(ibv_context *ctx, uint32_t command, uint32_t handle, const env &e)
+{
+	// The command ends in a flexible array: header, body, WR, SGE laid out
+	// by hand.
+	alignas(8) uint8_t req[sizeof(ib_uverbs_cmd_hdr) + sizeof(ib_uverbs_post_recv) +
+			       sizeof(ib_uverbs_recv_wr) + sizeof(ib_uverbs_sge)] = {};
+	ib_uverbs_post_recv_resp resp = {};
+	ib_uverbs_cmd_hdr hdr = {};
+	ib_uverbs_post_recv cmd = {};
+	ib_uverbs_recv_wr wr = {};
+	ib_uverbs_sge sge = {};
+
+	hdr.command = command;
+	hdr.in_words = sizeof(req) / 4;
+	hdr.out_words = sizeof(resp) / 4;
+	cmd.response = reinterpret_cast<uintptr_t>(&resp);
+	cmd.qp_handle = handle;	// the SRQ's, for POST_SRQ_RECV
+	cmd.wr_count = 1;
+	cmd.sge_count = 1;
+	cmd.wqe_size = sizeof(ib_uverbs_recv_wr);
+	wr.wr_id = 0x5eed;
+	wr.num_sge = 1;
+	sge.addr = reinterpret_cast<uintptr_t>(e.buf);
+	sge.length = 64;
+	sge.lkey = e.mr->lkey;
+	uint8_t *p = req;
+	memcpy(p, &hdr, sizeof(hdr));
+	p += sizeof(hdr);
+	memcpy(p, &cmd, sizeof(cmd));
+	p += sizeof(cmd);
+	memcpy(p, &wr, sizeof(wr));
+	p += sizeof(wr);
+	memcpy(p, &sge, sizeof(sge));
+	ssize_t n = write(ctx->cmd_fd, req, sizeof(req));
+	return n == static_cast<ssize_t>(sizeof(req)) ? 0 : errno;
+}
+
+void check_kernel_posts(env &e)
+{
+	ibv_srq_init_attr sa = {};
+	sa.attr.max_wr = 16;
+	sa.attr.max_sge = 1;
+	ibv_srq *srq = ibv_create_srq(e.pd, &sa);
+	if (!tap::check(srq, "user SRQ created"))
+		return;
+	auto *h = static_cast<sroce_ring_hdr *>(reinterpret_cast<sroce::srq *>(srq)->map);
+	uint32_t prod = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
+	int r = post_recv_cmd(e.ctx, IB_USER_VERBS_CMD_POST_SRQ_RECV, srq->handle, e);
+	uint32_t now = __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE);
+	tap::check(r == EINVAL && now == prod,
+		   "POST_SRQ_RECV with a WR on a user SRQ: EINVAL (%s), ring untouched (prod %u -> %u)",
+		   strerror(r), prod, now);
+	// A consumer index far ahead: a kernel producer trusting it would
+	// think the ring had room anywhere.
+	__atomic_store_n(&h->cons, now + 12345, __ATOMIC_RELEASE);
+	r = post_recv_cmd(e.ctx, IB_USER_VERBS_CMD_POST_SRQ_RECV, srq->handle, e);
+	tap::check(r == EINVAL && __atomic_load_n(&h->prod, __ATOMIC_ACQUIRE) == now,
+		   "... also with its consumer index rewritten (%s)", strerror(r));
+	__atomic_store_n(&h->cons, now, __ATOMIC_RELEASE);
+	ibv_destroy_srq(srq);
+
+	ibv_qp *qp = rts_qp(e);
+	if (!tap::check(qp, "QP for POST_RECV"))
+		return;
+	auto *q = reinterpret_cast<sroce::qp *>(qp);
+	auto *rh = static_cast<sroce_ring_hdr *>(q->rq_map);
+	prod = __atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE);
+	r = post_recv_cmd(e.ctx, IB_USER_VERBS_CMD_POST_RECV, qp->handle, e);
+	tap::check(r == EINVAL && __atomic_load_n(&rh->prod, __ATOMIC_ACQUIRE) == prod,
+		   "POST_RECV with a WR on a user QP: EINVAL, ring untouched (%s)", strerror(r));
+	ibv_destroy_qp(qp);
+}
+
 // A well-behaved QP beside the hostile ones: posts, flushes, completes.
 void check_bystander(env &e, ibv_qp *qp)
 {
@@ -317,6 +395,7 @@ int main(int argc, char **argv)
 		check_bad_wqes(e);
 		check_bad_index(e);
 		check_random(e, rounds);
+		check_kernel_posts(e);
 		if (bystander) {
 			check_bystander(e, bystander);
 			ibv_destroy_qp(bystander);
