@@ -10,7 +10,11 @@
  * acknowledged again, READ and atomic are answered again from their
  * resource (an atomic is never executed twice). Every access is checked
  * against the MR's key, PD, access rights and bounds before a byte moves;
- * a failed check is answered with a NAK and moves the QP to error.
+ * a failed check is answered with a NAK and moves the QP to error. From
+ * the request that failed on, the responder takes nothing more
+ * (SROCE_RESP_FAILED, set under resp_lock): a resend of it, handled on
+ * another CPU before the QP reaches ERR, must not find the message state
+ * it failed in (a SEND under way into a WQE already completed).
  *
  * What goes back (ACKs, NAKs, READ responses, atomic ACKs) is queued in
  * qp->resp.txq and sent, in that order, by qp->resp_task: an ACK never
@@ -265,6 +269,9 @@ static void sroce_resp_complete(struct sroce_qp *qp, struct sroce_cqe *cqe,
 	struct sroce_resp *resp = &qp->resp;
 	unsigned long flags;
 
+	/* Each receive WQE completes once, and frees its slot once. */
+	if (!resp->have_rwqe)
+		return;
 	resp->have_rwqe = false;
 	cqe->wr_id = resp->wr_id;
 	cqe->qp_num = qp->qpn;
@@ -655,10 +662,15 @@ bool sroce_resp_msg_in_order(enum sroce_resp_msg msg, u32 mask)
 	case SROCE_RESP_WRITE:
 		return (mask & SROCE_M_WRITE) &&
 		       (mask & (SROCE_M_MIDDLE | SROCE_M_LAST));
+	case SROCE_RESP_FAILED:
+		return false;
 	default:
 		return mask & SROCE_M_START;
 	}
 }
+
+/* IBTA 9.4.1: a message, and so a RETH's DMA length, is at most 2^31. */
+#define SROCE_MAX_MSG_BYTES	(1U << 31)
 
 /* An RC or UC request at the expected PSN. */
 static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
@@ -826,6 +838,12 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 
 	spin_lock_bh(&qp->resp_lock);
+	if (qp->resp.msg == SROCE_RESP_FAILED) {
+		spin_unlock_bh(&qp->resp_lock);
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RX_DROP_STATE,
+			    1);
+		return;
+	}
 	/* What the doorbell reads (sroce_qp.c) to tell an answer. */
 	WRITE_ONCE(qp->resp.requests, qp->resp.requests + 1);
 	/* Count before payload: a WRITE's peer polls the payload, no CQE. */
@@ -841,6 +859,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		ret = sroce_resp_ud(qp, skb, pkt);
 		break;
 	}
+	if (ret & SROCE_RESP_ERROR)
+		qp->resp.msg = SROCE_RESP_FAILED;
 	spin_unlock_bh(&qp->resp_lock);
 
 	if (ret & SROCE_RESP_KICK)

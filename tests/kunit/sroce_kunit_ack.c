@@ -242,13 +242,14 @@ static void sroce_ack_read_resp_fits(struct kunit *test)
 
 /*
  * The responder's message state: between messages only FIRST and ONLY
- * may come; inside a SEND (WRITE) only a SEND (WRITE) MIDDLE or LAST.
+ * may come; inside a SEND (WRITE) only a SEND (WRITE) MIDDLE or LAST;
+ * after a request failed, nothing.
  */
 static void sroce_ack_msg_in_order(struct kunit *test)
 {
 	static const enum sroce_resp_msg states[] = {
 		SROCE_RESP_IDLE, SROCE_RESP_SEND, SROCE_RESP_WRITE,
-		SROCE_RESP_DROP,
+		SROCE_RESP_DROP, SROCE_RESP_FAILED,
 	};
 	unsigned int s, op;
 
@@ -267,6 +268,10 @@ static void sroce_ack_msg_in_order(struct kunit *test)
 			case SROCE_RESP_WRITE:
 				want = (m & SROCE_M_WRITE) &&
 				       (m & (SROCE_M_MIDDLE | SROCE_M_LAST));
+				break;
+			case SROCE_RESP_FAILED:
+				/* A failed request: nothing is taken after it. */
+				want = false;
 				break;
 			default:
 				want = m & (SROCE_M_FIRST | SROCE_M_ONLY);

@@ -60,6 +60,14 @@
 //   tamper-prod-back  the same with the producer index moved back below
 //                     what the kernel has fetched (still within a ring of
 //                     its consumer index).
+//   resp-race         (only when named; needs tests/kmod/sroce_race.ko
+//                     loaded with scenario=qp_error) a SEND whose MIDDLE
+//                     packet fails to scatter, completing its receive WQE
+//                     with an error, while the module holds the responder
+//                     before it moves the QP to ERR; from the other CPU
+//                     the LAST packet at the same PSN follows: it must not
+//                     be taken (no second completion of that WQE, no
+//                     receive WQE lost), and every WQE completes once.
 //
 // A case is a function and one line in cases[]: adding one means writing
 // the function (peer_send / collect / wait_completions / counters below)
@@ -80,9 +88,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <infiniband/verbs.h>
@@ -1630,12 +1642,157 @@ void tamper_prod(const char *tag, bool back)
 void case_tamper_prod_ahead() { tamper_prod("tamper-prod-ahead", false); }
 void case_tamper_prod_back() { tamper_prod("tamper-prod-back", true); }
 
+// ---- case resp-race: a failed request's resend on another CPU ---------------
+
+const char *kRaceParams = "/sys/module/sroce_race/parameters/";
+
+int race_param(const char *name, int set = -1)
+{
+	std::string path = std::string(kRaceParams) + name;
+	FILE *f = fopen(path.c_str(), set < 0 ? "r" : "w");
+	int v = -1;
+
+	if (!f)
+		return -1;
+	if (set >= 0)
+		v = fprintf(f, "%d\n", set) > 0 ? set : -1;
+	else if (fscanf(f, "%d", &v) != 1)
+		v = -1;
+	return fclose(f) == 0 ? v : -1;
+}
+
+void pin_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+void case_resp_race()
+{
+	constexpr uint64_t WR1 = 0xa1, WR2 = 0xa2;
+	const uint32_t psn = 0x5a0000;
+	point P0, P1, P2, P3;
+	region r;
+
+	if (race_param("hits") != 0) {
+		tap::check(false, "resp-race: sroce_race.ko loaded with scenario=qp_error, nothing hit");
+		return;
+	}
+	ibv_qp_init_attr ia{};
+	ia.send_cq = dev.cq;
+	ia.recv_cq = dev.cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 2;
+	ibv_qp *qp = ibv_create_qp(dev.pd, &ia);
+	if (!r.make(8192, REMOTE_RW) || !qp || !to_rtr(qp, psn, REMOTE_RW)) {
+		tap::check(false, "resp-race: victim QP to RTR: %s", strerror(errno));
+		destroy_qp(qp);
+		return;
+	}
+	// Each receive WQE holds one MTU and 100 bytes: a SEND's MIDDLE
+	// packet (a second MTU) does not fit, a LAST of 50 bytes would.
+	for (uint64_t id : {WR1, WR2}) {
+		ibv_sge sge[2] = {
+			{(uintptr_t)r.buf + (id - WR1) * 4096, MTU, r.mr->lkey},
+			{(uintptr_t)r.buf + (id - WR1) * 4096 + 2048, 100, r.mr->lkey},
+		};
+		ibv_recv_wr wr{}, *bad;
+		wr.wr_id = id;
+		wr.sg_list = sge;
+		wr.num_sge = 2;
+		if (ibv_post_recv(qp, &wr, &bad))
+			P0.fail("post_recv: %s", strerror(errno));
+	}
+	P0.report("resp-race: victim RC QP %u in RTR, two receive WQEs of %u + 100 bytes",
+		  qp->qp_num, MTU);
+
+	counters c0 = counters::read();
+	race_param("armed", 1);
+	fields first, middle, last;
+	first.op = OP_SEND_FIRST, first.qpn = qp->qp_num, first.psn = psn;
+	first.payload.assign(MTU, 0x11);
+	middle.op = OP_SEND_MIDDLE, middle.qpn = qp->qp_num, middle.psn = psn_add(psn, 1);
+	middle.payload.assign(MTU, 0x22);
+	last.op = OP_SEND_LAST, last.qpn = qp->qp_num, last.psn = psn_add(psn, 1);
+	last.ackreq = true;
+	last.payload.assign(50, 0x33);
+	// Delivered in this thread's softirq (veth): the MIDDLE fails, and
+	// the responder stalls before moving the QP to ERR.
+	std::thread first_cpu([&] {
+		pin_cpu(0);
+		peer_send(first);
+		peer_send(middle);
+	});
+	pin_cpu(1);
+	bool held = false;
+	for (int i = 0; i < 1000 && !held; i++) {
+		held = race_param("hits") >= 1;
+		if (!held)
+			usleep(10000);
+	}
+	if (!held)
+		P1.fail("the responder never stalled before moving the QP to ERR (hits %d)",
+			race_param("hits"));
+	// The LAST at the PSN the MIDDLE failed at, on this CPU meanwhile.
+	peer_send(last);
+	first_cpu.join();
+	P1.report("resp-race: the MIDDLE failed, the responder held; the LAST sent meanwhile "
+		  "from another CPU");
+
+	auto got = collect(P2, 1);
+	size_t naks = 0, acks = 0;
+	for (auto &g : got) {
+		if (g.f.op != OP_ACK)
+			P2.fail("not an ACK/NAK: %s", describe(g.f).c_str());
+		else if (g.f.syndrome == SYN_NAK_INV_REQ && g.f.psn == middle.psn)
+			naks++;
+		else if ((g.f.syndrome & 0xe0) == 0)
+			acks++;
+	}
+	if (naks != 1 || acks)
+		P2.fail("%zu NAK Invalid Request at the MIDDLE's PSN and %zu ACKs (want 1 and 0): %s",
+			naks, acks, list(got).c_str());
+	ibv_qp_state st = wait_state(qp, IBV_QPS_ERR) ? IBV_QPS_ERR : state_of(qp);
+	if (st != IBV_QPS_ERR)
+		P2.fail("victim QP in %s", state_name(st));
+	counters c1 = counters::read();
+	check_delta(P2, c0, c1, counters::DROP_STATE, -1);
+	P2.report("resp-race: one NAK for the MIDDLE, nothing for the LAST (dropped), QP in ERR");
+
+	auto wc = wait_completions(2);
+	int n1 = 0, n2 = 0, ok = 0;
+	for (auto &w : wc) {
+		n1 += w.wr_id == WR1;
+		n2 += w.wr_id == WR2;
+		ok += w.status == IBV_WC_SUCCESS;
+		if (w.wr_id == WR1 && w.status != IBV_WC_LOC_LEN_ERR)
+			P3.fail("WQE 0x%llx: %s, want local length error",
+				(unsigned long long)w.wr_id, ibv_wc_status_str(w.status));
+		if (w.wr_id == WR2 && w.status != IBV_WC_WR_FLUSH_ERR)
+			P3.fail("WQE 0x%llx: %s, want flushed", (unsigned long long)w.wr_id,
+				ibv_wc_status_str(w.status));
+	}
+	if (n1 != 1 || n2 != 1 || ok || wc.size() != 2)
+		P3.fail("%zu completions: WQE 0xa1 %d times, 0xa2 %d times, %d successful", wc.size(),
+			n1, n2, ok);
+	P3.report("resp-race: each receive WQE completed once (0xa1 length error, 0xa2 flushed)");
+	race_param("armed", 0);
+	destroy_qp(qp);
+}
+
 // ---- the case runner ----------------------------------------------------------
 
 struct wire_case {
 	const char *name;
 	const char *what;
 	void (*run)();
+	bool named_only = false;	// not in "all": needs a set-up of its own
 };
 
 const wire_case cases[] = {
@@ -1645,6 +1802,8 @@ const wire_case cases[] = {
 	 case_tamper_rewrite},
 	{"tamper-prod-ahead", "SQ prod moved ahead by more than the ring", case_tamper_prod_ahead},
 	{"tamper-prod-back", "SQ prod moved back below what was fetched", case_tamper_prod_back},
+	{"resp-race", "a failed SEND's next packet from another CPU (sroce_race.ko qp_error)",
+	 case_resp_race, true},
 };
 
 void usage(FILE *f)
@@ -1655,7 +1814,7 @@ void usage(FILE *f)
 		"  -g N          DEV's GID index for DEV_IP (RoCE v2)\n"
 		"  -l IP         this side's IPv4 address: the fake peer binds UDP 4791\n"
 		"  -r IP         DEV's IPv4 address\n"
-		"  --case NAME   run only these cases (repeat); default all\n"
+		"  --case NAME   run only these cases (repeat); default all but resp-race\n"
 		"  -w SECONDS    the longest wait for anything expected (default 3)\n"
 		"  -q MS         quiet period: nothing more may come (default 300)\n"
 		"  --list        the cases\n"
@@ -1711,7 +1870,8 @@ int main(int argc, char **argv)
 	}
 	if (run.empty())
 		for (auto &k : cases)
-			run.push_back(&k);
+			if (!k.named_only)
+				run.push_back(&k);
 	setvbuf(stdout, nullptr, _IOLBF, 0);
 	init_opcodes();
 	init_crc();

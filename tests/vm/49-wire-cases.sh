@@ -17,6 +17,10 @@
 #                      resends carry the posted bytes
 #   tamper-prod-ahead  SQ prod moved beyond the ring: a corrupt ring
 #   tamper-prod-back   SQ prod moved back below what the kernel fetched
+#   resp-race          with tests/kmod/sroce_race.ko holding the responder
+#                      between a failed SEND packet and the move to ERR,
+#                      the message's next packet from the other CPU is not
+#                      taken: no receive WQE completes twice or is lost
 # One point per case (the tool's own TAP points show when it fails), then
 # the device holds only the MAD layer's objects. The VM runner fails the
 # script on any BUG/WARNING/oops in the kernel log.
@@ -26,12 +30,12 @@ source "$here/lib.sh"
 source "$here/../../tools/vm/netlib.sh"
 source "$here/sroce.sh"
 sroce_reset
-trap sroce_reset EXIT
+trap 'rmmod sroce_race 2>/dev/null; sroce_reset' EXIT
 
 WIRE=$SROCE_BIN/sroce_wire
-WAIT=3 QUIET=300
+WAIT=3 QUIET=300 DELAY=300
 if sroce_debug_kernel; then	# KASAN: everything several times slower
-	WAIT=15 QUIET=1000
+	WAIT=15 QUIET=1000 DELAY=600
 fi
 
 # wire CASE: one case of sroce_wire, from nsB.
@@ -40,7 +44,17 @@ wire() {
 		-r 10.77.0.1 -w "$WAIT" -q "$QUIET" --case "$1"
 }
 
-tap_plan 6
+# resp-race: the case, with the module holding its window open.
+resp_race() {
+	insmod "$SROCE_KBUILD/tests/kmod/sroce_race.ko" scenario=qp_error delay_ms=$DELAY ||
+		return 1
+	wire resp-race
+	local rc=$?
+	rmmod sroce_race || rc=1
+	return $rc
+}
+
+tap_plan 7
 sroce_single_device || tap_bail "set-up: sroce0 on vethA"
 
 tap_check "dmalen: DMA lengths above 2^31 are NAKed Invalid Request, 2^31 Remote Access" \
@@ -51,6 +65,7 @@ tap_check "tamper-rewrite: SQ slots rewritten after the send, resends as posted"
 tap_check "tamper-prod-ahead: SQ prod beyond the ring is a corrupt ring" wire tamper-prod-ahead
 tap_check "tamper-prod-back: SQ prod below what was fetched is a corrupt ring" \
 	wire tamper-prod-back
+tap_check "resp-race: a failed SEND's next packet, on another CPU, is not taken" resp_race
 tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" \
 	"$SROCE_MAD_OBJECTS"
 tap_done
