@@ -681,7 +681,8 @@ static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
 
 	if (!sroce_resp_msg_in_order(resp->msg, pkt->mask) ||
 	    ((pkt->mask & SROCE_M_PAYLOAD) &&
-	     !sroce_paylen_ok(pkt->mask, pkt->paylen, qp->mtu))) {
+	     !sroce_paylen_ok(pkt->mask, pkt->paylen, qp->mtu)) ||
+	    ((pkt->mask & SROCE_M_RETH) && pkt->dmalen > SROCE_MAX_MSG_BYTES)) {
 		if (qp->ibqp.qp_type == IB_QPT_UC) {
 			resp->msg = SROCE_RESP_DROP;
 			return 0;
