@@ -530,7 +530,12 @@ int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
  *
  * Each new fragment holds a reference on its page; a chunk that continues
  * the previous fragment in the same page extends it. One fragment slot is
- * left for the pad and ICRC (sroce_skb_put_tail()).
+ * left for the pad and ICRC (sroce_skb_put_tail()). The pages stay the
+ * owner's, who may write them while the packet is queued (an application
+ * reusing a buffer early, a peer's RDMA WRITE into the same MR), so the
+ * skb says its fragments are shared: whatever in the stack would write
+ * into them or needs them stable (in-place decryption, checksumming,
+ * software segmentation) copies them first.
  *
  * Return: 0; -EMSGSIZE when @skb runs out of fragment slots or
  * -EOPNOTSUPP when this memory cannot be lent (not in the direct map, or a
@@ -568,6 +573,7 @@ int sroce_mr_lend(const struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
 		skb->len += n;
 		skb->data_len += n;
 		skb->truesize += n;
+		sh->flags |= SKBFL_SHARED_FRAG;
 		iova += n;
 		len -= n;
 	}

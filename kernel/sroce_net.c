@@ -683,6 +683,8 @@ static void sroce_burst_add(struct sroce_tx_burst *b, struct sk_buff *skb,
 	}
 	/* Behind the head a packet is its UDP payload; its headers stay. */
 	skb_dst_drop(skb);
+	/* The burst as a whole carries lent pages if any of its packets do. */
+	skb_shinfo(head)->flags |= skb_shinfo(skb)->flags & SKBFL_SHARED_FRAG;
 	__skb_pull(skb, skb_transport_offset(skb) + sizeof(struct udphdr));
 	if (b->last)
 		b->last->next = skb;

@@ -3,8 +3,9 @@
  * KUnit: memory-region bounds and access checks (kernel/sroce_mr.c) on
  * fake struct sroce_mr: sroce_mr_covers, sroce_mr_allows (what
  * sroce_mr_get_checked applies after the key lookup), the access flags a
- * registration may ask for (sroce_mr_check_access), and sroce_mr_copy
- * through a user MR's page array.
+ * registration may ask for (sroce_mr_check_access), sroce_mr_copy
+ * through a user MR's page array, and the pages sroce_mr_lend gives an
+ * skb.
  */
 
 #include <kunit/test.h>
@@ -239,6 +240,52 @@ static void sroce_mr_copy_pages(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, sroce_mr_covers(mr, iova + length - 1, 2));
 }
 
+/*
+ * Zero-copy transmit lends the MR's pages to the skb: the skb must say
+ * its fragments are shared with their owner (SKBFL_SHARED_FRAG), or a
+ * layer that writes into fragments in place (ESP input, which checks the
+ * flag before decrypting in place) or needs them stable would use the
+ * application's memory as its own.
+ */
+static void sroce_mr_lend_shared(struct kunit *test)
+{
+	const unsigned int offset = 64;
+	const u64 iova = 0x50000000 + offset;
+	struct sroce_mr *mr = sroce_kunit_mr(test, SROCE_MR_USER, iova,
+					     2 * PAGE_SIZE - offset, 0, NULL);
+	struct page **pages = kunit_kcalloc(test, 2, sizeof(*pages),
+					    GFP_KERNEL);
+	struct sk_buff *skb;
+	unsigned int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, pages);
+	for (i = 0; i < 2; i++) {
+		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		KUNIT_ASSERT_NOT_NULL(test, pages[i]);
+		KUNIT_ASSERT_EQ(test,
+				kunit_add_action_or_reset(test,
+							  sroce_kunit_free_page,
+							  pages[i]), 0);
+	}
+	mr->pages = pages;
+	mr->npages = 2;
+	mr->offset = offset;
+
+	skb = alloc_skb(128, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, skb);
+	skb_put(skb, 40);
+	KUNIT_EXPECT_FALSE(test, skb_has_shared_frag(skb));
+	/* 1000 bytes across the page boundary: two fragments. */
+	KUNIT_ASSERT_EQ(test, sroce_mr_lend(mr, iova + PAGE_SIZE - offset - 500,
+					    skb, 1000), 0);
+	KUNIT_EXPECT_EQ(test, skb_shinfo(skb)->nr_frags, 2);
+	KUNIT_EXPECT_EQ(test, skb->data_len, 1000U);
+	KUNIT_EXPECT_PTR_EQ(test, skb_frag_page(&skb_shinfo(skb)->frags[0]),
+			    pages[0]);
+	KUNIT_EXPECT_TRUE(test, skb_has_shared_frag(skb));
+	kfree_skb(skb);
+}
+
 static struct kunit_case sroce_mr_cases[] = {
 	KUNIT_CASE(sroce_mr_covers_bounds),
 	KUNIT_CASE(sroce_mr_covers_overflow),
@@ -246,6 +293,7 @@ static struct kunit_case sroce_mr_cases[] = {
 	KUNIT_CASE(sroce_mr_allows_access),
 	KUNIT_CASE(sroce_mr_check_access_flags),
 	KUNIT_CASE(sroce_mr_copy_pages),
+	KUNIT_CASE(sroce_mr_lend_shared),
 	{}
 };
 
