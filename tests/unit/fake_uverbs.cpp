@@ -40,7 +40,8 @@
 // (initial prod/cons of a new CQ ring, default 0), FAKE_CQ_BAD_RING
 // ("entries", "stride", "length" or "offset": describe the ring wrongly in
 // the create/resize response), FAKE_MMAP_FAIL (mmap of a ring fails with
-// ENOMEM).
+// ENOMEM), FAKE_MODIFY_QP_ERRNO (MODIFY_QP fails with this errno and
+// changes nothing).
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -810,6 +811,8 @@ int do_modify_qp(int fd, const void *req, char *detail, size_t dlen)
 	fake_qp *q = qp_lookup(fd, cmd->qp_handle);
 	if (!q)
 		return EINVAL;
+	if (long err = env_long("FAKE_MODIFY_QP_ERRNO", 0))
+		return static_cast<int>(err);
 	if (!(cmd->attr_mask & IB_QP_STATE_BIT))
 		return 0;
 	if (cmd->qp_state > kQpsErr)

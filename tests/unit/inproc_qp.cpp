@@ -6,7 +6,9 @@
 // the SQ ring, one publish, the doorbell only when the ring says
 // NEED_KICK or ERROR, ENOMEM when full, *bad_wr), ibv_post_recv (RQ
 // ring, doorbell only in error, EINVAL on an SRQ QP), SRQ create, post,
-// full ring, modify, destroy.
+// full ring, modify, destroy.  Posting by QP state: send WRs only from RTS
+// on (RESET, INIT, RTR are EINVAL with nothing queued), receive WRs from
+// INIT on, both in ERR - set by modify_qp or by the kernel (ERROR flag).
 #include <vector>
 
 #include "inproc.hpp"
@@ -39,8 +41,21 @@ protected:
 		Verbs::TearDown();
 	}
 
+	// A QP the tests post to: created, then moved to RTS (the fake takes
+	// the state alone, as ibv_modify_qp would after the right attributes).
 	struct ibv_qp *create(ibv_qp_type type, uint32_t wr, uint32_t sge,
 			      uint32_t inl, struct ibv_srq *srq = nullptr)
+	{
+		if (!create_in_reset(type, wr, sge, inl, srq))
+			return nullptr;
+		const ibv_qp_state walk[] = {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
+		for (ibv_qp_state s : walk)
+			EXPECT_EQ(to_state(s), 0) << s;
+		return qp_;
+	}
+
+	struct ibv_qp *create_in_reset(ibv_qp_type type, uint32_t wr, uint32_t sge,
+				       uint32_t inl, struct ibv_srq *srq = nullptr)
 	{
 		struct ibv_qp_init_attr a = {};
 		a.send_cq = cq_;
@@ -55,6 +70,26 @@ protected:
 		qp_ = ibv_create_qp(pd_, &a);
 		cap_ = a.cap;
 		return qp_;
+	}
+
+	int to_state(ibv_qp_state state, int mask = IBV_QP_STATE)
+	{
+		struct ibv_qp_attr a = {};
+		a.qp_state = state;
+		return ibv_modify_qp(qp_, &a, mask);
+	}
+
+	int post_recv_one(uint64_t wr_id, struct ibv_recv_wr **bad)
+	{
+		struct ibv_sge s = {0x6000, 16, 0x66};
+		struct ibv_recv_wr w = {};
+		w.wr_id = wr_id;
+		w.sg_list = &s;
+		w.num_sge = 1;
+		*bad = nullptr;
+		int r = ibv_post_recv(qp_, &w, bad);
+		bad_index_ = *bad == &w ? 0 : (*bad ? 99 : -1);
+		return r;
 	}
 
 	kring ring(int which)
@@ -359,6 +394,170 @@ TEST_F(Qp, PostRecvWritesTheRqAndKicksOnlyInError)
 	const unsigned before = send_db();
 	EXPECT_EQ(post_sends(1, 1, &sbad), 0);
 	EXPECT_EQ(send_db(), before + 1);
+}
+
+// ---- posting by QP state -----------------------------------------------------------
+
+const char *state_name(ibv_qp_state s)
+{
+	static const char *const names[] = {"RESET", "INIT", "RTR", "RTS",
+					    "SQD",   "SQE",  "ERR"};
+	return s <= IBV_QPS_ERR ? names[s] : "?";
+}
+
+// RESET (from creation), INIT, RTR: EINVAL at the first WR, prod never
+// moves (the ring keeps NEED_KICK from creation, so a publish would also
+// ring); RTS, SQD, SQE: posted.
+TEST_F(Qp, PostSendIsEinvalBeforeRtsAndQueuesNothing)
+{
+	ASSERT_TRUE(create_in_reset(IBV_QPT_RC, 8, 1, 0));
+	kring sq = ring(0);
+	const uint32_t prod0 = sq.prod();
+	struct ibv_send_wr *bad;
+	const ibv_qp_state refused[] = {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR};
+	for (ibv_qp_state s : refused) {
+		if (s != IBV_QPS_RESET) {
+			ASSERT_EQ(to_state(s), 0) << state_name(s);
+		}
+		mark();
+		EXPECT_EQ(post_sends(3, 0x10 * (s + 1), &bad), EINVAL) << state_name(s);
+		EXPECT_EQ(bad_index_, 0) << state_name(s);
+		EXPECT_EQ(sq.prod(), prod0) << state_name(s);
+		EXPECT_EQ(send_db(), 0u) << state_name(s);
+		EXPECT_FALSE(contains(log(), "POST_SEND")) << state_name(s) << ": " << log();
+	}
+
+	uint32_t prod = prod0;
+	const ibv_qp_state allowed[] = {IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE};
+	for (ibv_qp_state s : allowed) {
+		ASSERT_EQ(to_state(s), 0) << state_name(s);
+		const uint64_t id = 0x100 * (s + 1);
+		EXPECT_EQ(post_sends(2, id, &bad), 0) << state_name(s);
+		EXPECT_EQ(sq.prod(), prod + 2) << state_name(s);
+		EXPECT_EQ(sq.send(prod)->wr_id, id) << state_name(s);
+		prod = sq.prod();
+		sq.set_cons(prod);	// the kernel completed them
+	}
+	EXPECT_EQ(send_db(), 3u);	// NEED_KICK is never cleared here
+}
+
+// RESET: EINVAL at the first WR, the RQ untouched; INIT, RTR, RTS posted.
+TEST_F(Qp, PostRecvIsEinvalOnlyInReset)
+{
+	ASSERT_TRUE(create_in_reset(IBV_QPT_RC, 8, 1, 0));
+	kring rq = ring(1);
+	const uint32_t prod0 = rq.prod();
+	struct ibv_sge sge = {0x3000, 30, 0x33};
+	struct ibv_recv_wr w[2] = {};
+	w[0].wr_id = 1;
+	w[0].sg_list = &sge;
+	w[0].num_sge = 1;
+	w[0].next = &w[1];
+	w[1] = w[0];
+	w[1].wr_id = 2;
+	w[1].next = nullptr;
+	struct ibv_recv_wr *bad = nullptr;
+	mark();
+	EXPECT_EQ(ibv_post_recv(qp_, w, &bad), EINVAL);
+	EXPECT_EQ(bad, &w[0]);
+	EXPECT_EQ(rq.prod(), prod0);
+	EXPECT_EQ(recv_db(), 0u);
+	EXPECT_FALSE(contains(log(), "POST_RECV")) << log();
+
+	uint32_t prod = prod0;
+	const ibv_qp_state allowed[] = {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
+	for (ibv_qp_state s : allowed) {
+		ASSERT_EQ(to_state(s), 0) << state_name(s);
+		EXPECT_EQ(post_recv_one(0x10 + s, &bad), 0) << state_name(s);
+		EXPECT_EQ(bad_index_, -1) << state_name(s);
+		EXPECT_EQ(rq.prod(), prod + 1) << state_name(s);
+		EXPECT_EQ(rq.recv(prod)->wr_id, 0x10u + s) << state_name(s);
+		prod = rq.prod();
+	}
+	EXPECT_EQ(recv_db(), 0u);
+}
+
+// ERR takes both, whether the kernel moved the QP there on its own (the
+// rings' ERROR flag; from RTR here, where sends were refused) or
+// modify_qp did: published, and the doorbells make the kernel flush
+// them.  RESET again refuses both.
+TEST_F(Qp, PostsInErrAreAcceptedAndFlushedResetRefusesAgain)
+{
+	ASSERT_TRUE(create_in_reset(IBV_QPT_RC, 8, 1, 0));
+	kring sq = ring(0), rq = ring(1);
+	ASSERT_EQ(to_state(IBV_QPS_INIT), 0);
+	ASSERT_EQ(to_state(IBV_QPS_RTR), 0);
+	struct ibv_send_wr *sbad;
+	struct ibv_recv_wr *rbad;
+	const uint32_t sprod0 = sq.prod(), rprod0 = rq.prod();
+	ASSERT_EQ(post_sends(1, 1, &sbad), EINVAL);
+	ASSERT_EQ(sq.prod(), sprod0);
+
+	// What sroce_qp_flush does to the flags.
+	sq.set_flags(SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK);
+	rq.set_flags(SROCE_RING_F_ERROR);
+	EXPECT_EQ(post_sends(2, 0x20, &sbad), 0);
+	EXPECT_EQ(sq.prod(), sprod0 + 2);
+	EXPECT_EQ(sq.send(sprod0)->wr_id, 0x20u);
+	EXPECT_EQ(send_db(), 1u);
+	EXPECT_EQ(post_recv_one(0x21, &rbad), 0);
+	EXPECT_EQ(rq.prod(), rprod0 + 1);
+	EXPECT_EQ(recv_db(), 1u);
+
+	// modify_qp to ERR (the fake sets the flags the same way).
+	ASSERT_EQ(to_state(IBV_QPS_ERR), 0);
+	EXPECT_EQ(post_sends(1, 0x30, &sbad), 0);
+	EXPECT_EQ(sq.prod(), sprod0 + 3);
+	EXPECT_EQ(send_db(), 2u);
+	EXPECT_EQ(post_recv_one(0x31, &rbad), 0);
+	EXPECT_EQ(rq.prod(), rprod0 + 2);
+	EXPECT_EQ(recv_db(), 2u);
+
+	// RESET: the kernel empties the rings and clears ERROR.
+	sq.set_cons(sq.prod());
+	rq.set_cons(rq.prod());
+	ASSERT_EQ(to_state(IBV_QPS_RESET), 0);
+	EXPECT_EQ(post_sends(1, 0x40, &sbad), EINVAL);
+	EXPECT_EQ(bad_index_, 0);
+	EXPECT_EQ(post_recv_one(0x41, &rbad), EINVAL);
+	EXPECT_EQ(bad_index_, 0);
+	ASSERT_EQ(to_state(IBV_QPS_INIT), 0);
+	EXPECT_EQ(post_sends(1, 0x50, &sbad), EINVAL);
+	EXPECT_EQ(post_recv_one(0x51, &rbad), 0);
+	EXPECT_EQ(sq.prod(), sprod0 + 3);
+	EXPECT_EQ(rq.prod(), rprod0 + 3);
+	EXPECT_EQ(send_db(), 2u);
+	EXPECT_EQ(recv_db(), 2u);
+}
+
+// Only a modify_qp that succeeded, with IBV_QP_STATE, changes what the
+// posts go by.
+TEST_F(Qp, OnlyASuccessfulStateChangeCounts)
+{
+	ASSERT_TRUE(create_in_reset(IBV_QPT_RC, 8, 1, 0));
+	kring sq = ring(0);
+	const uint32_t prod0 = sq.prod();
+	struct ibv_send_wr *bad;
+	ASSERT_EQ(to_state(IBV_QPS_INIT), 0);
+	{
+		scoped_env env("FAKE_MODIFY_QP_ERRNO", "22");
+		EXPECT_EQ(to_state(IBV_QPS_RTS), EINVAL);
+	}
+	EXPECT_EQ(post_sends(1, 1, &bad), EINVAL);
+	// qp_state = RTS without IBV_QP_STATE in the mask: no state change.
+	ASSERT_EQ(to_state(IBV_QPS_RTS, IBV_QP_QKEY), 0);
+	EXPECT_EQ(post_sends(1, 2, &bad), EINVAL);
+	EXPECT_EQ(sq.prod(), prod0);
+
+	ASSERT_EQ(to_state(IBV_QPS_RTR), 0);
+	ASSERT_EQ(to_state(IBV_QPS_RTS), 0);
+	{
+		scoped_env env("FAKE_MODIFY_QP_ERRNO", "22");
+		EXPECT_EQ(to_state(IBV_QPS_RESET), EINVAL);
+	}
+	EXPECT_EQ(post_sends(1, 3, &bad), 0);
+	EXPECT_EQ(sq.prod(), prod0 + 1);
+	EXPECT_EQ(sq.send(prod0)->wr_id, 3u);
 }
 
 TEST_F(Qp, SrqQpHasNoRqAndRefusesPostRecv)

@@ -6,7 +6,8 @@
 // byte with the uapi layout), one publish of prod per ibv_wr_complete and
 // nothing before it, ibv_wr_abort, a batch larger than the free slots,
 // the doorbell only on NEED_KICK / ERROR, and the errno ibv_wr_complete
-// returns for each invalid WR.
+// returns for each invalid WR; a QP before RTS refuses every batch
+// (EINVAL, nothing published), one in ERR takes them.
 #include <endian.h>
 
 #include <set>
@@ -106,10 +107,22 @@ protected:
 		return a;
 	}
 
-	// An ibv_qp_ex of this type with these send_ops_flags; sq_ is its SQ
-	// as the kernel maps it, prod0_ its producer index now.
+	// An ibv_qp_ex of this type with these send_ops_flags, moved to RTS
+	// (the fake takes the state alone); sq_ is its SQ as the kernel maps
+	// it, prod0_ its producer index now.
 	struct ibv_qp_ex *create(ibv_qp_type type, uint64_t ops, uint32_t wr = 16,
 				 uint32_t sge = 4, uint32_t inl = 64)
+	{
+		if (!create_in_reset(type, ops, wr, sge, inl))
+			return nullptr;
+		const ibv_qp_state walk[] = {IBV_QPS_INIT, IBV_QPS_RTR, IBV_QPS_RTS};
+		for (ibv_qp_state s : walk)
+			EXPECT_EQ(to_state(s), 0) << s;
+		return qpx_;
+	}
+
+	struct ibv_qp_ex *create_in_reset(ibv_qp_type type, uint64_t ops, uint32_t wr = 16,
+					  uint32_t sge = 4, uint32_t inl = 64)
 	{
 		struct ibv_qp_init_attr_ex a = attr(type, ops, wr, sge, inl);
 		qp_ = ibv_create_qp_ex(ctx_, &a);
@@ -123,6 +136,13 @@ protected:
 		sq_ = make_kring(k, entries, stride);
 		prod0_ = sq_.prod();
 		return qpx_;
+	}
+
+	int to_state(ibv_qp_state state)
+	{
+		struct ibv_qp_attr a = {};
+		a.qp_state = state;
+		return ibv_modify_qp(qp_, &a, IBV_QP_STATE);
 	}
 
 	struct ibv_ah *create_ah()
@@ -784,6 +804,78 @@ TEST_F(QpEx, DoorbellOnlyOnNeedKickOrError)
 			  ibv_wr_set_ud_addr(qpx_, nullptr, 0, 0);
 		  }),
 		  EINVAL);
+}
+
+// ---- QP state ---------------------------------------------------------------------------------
+
+// RESET (from creation), INIT, RTR: ibv_wr_complete is EINVAL, nothing
+// published or rung (NEED_KICK is set from creation), the lock given
+// back - an empty batch too, as rxe's doorbell there; ibv_post_send on
+// the same QP is EINVAL as well.  RTS, SQD, SQE: published.
+TEST_F(QpEx, BatchIsEinvalBeforeRtsAndPublishesNothing)
+{
+	ASSERT_TRUE(create_in_reset(IBV_QPT_RC, kRcOps));
+	const ibv_qp_state refused[] = {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR};
+	for (ibv_qp_state s : refused) {
+		if (s != IBV_QPS_RESET) {
+			ASSERT_EQ(to_state(s), 0) << s;
+		}
+		mark();
+		EXPECT_EQ(failed_batch([this] { sends(3, 0x10); }), EINVAL) << s;
+		EXPECT_EQ(failed_batch([] {}), EINVAL) << s;
+		EXPECT_EQ(post_send_one(0x20), EINVAL) << s;
+		EXPECT_EQ(sq_.prod(), prod0_) << s;
+		EXPECT_EQ(send_db(), 0u) << s;
+		EXPECT_FALSE(contains(log(), "POST_SEND")) << s << ": " << log();
+	}
+
+	uint32_t prod = prod0_;
+	const ibv_qp_state allowed[] = {IBV_QPS_RTS, IBV_QPS_SQD, IBV_QPS_SQE};
+	for (ibv_qp_state s : allowed) {
+		ASSERT_EQ(to_state(s), 0) << s;
+		ibv_wr_start(qpx_);
+		sends(2, 0x100 * (s + 1));
+		EXPECT_EQ(ibv_wr_complete(qpx_), 0) << s;
+		EXPECT_EQ(sq_.prod(), prod + 2) << s;
+		EXPECT_EQ(sq_.send(prod)->wr_id, 0x100u * (s + 1)) << s;
+		prod = sq_.prod();
+		sq_.set_cons(prod);	// the kernel completed them
+	}
+	EXPECT_EQ(send_db(), 3u);
+}
+
+// ERR takes batches - the kernel's own move there (the ring's ERROR flag,
+// from RTR here) or modify_qp's - and rings so that the kernel flushes
+// them; RESET refuses them again.
+TEST_F(QpEx, BatchInErrIsPublishedAndRungResetRefusesAgain)
+{
+	ASSERT_TRUE(create_in_reset(IBV_QPT_RC, kRcOps));
+	ASSERT_EQ(to_state(IBV_QPS_INIT), 0);
+	ASSERT_EQ(to_state(IBV_QPS_RTR), 0);
+	EXPECT_EQ(failed_batch([this] { sends(1, 1); }), EINVAL);
+
+	sq_.set_flags(SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK);	// sroce_qp_flush
+	ibv_wr_start(qpx_);
+	sends(2, 0x20);
+	EXPECT_EQ(ibv_wr_complete(qpx_), 0);
+	EXPECT_EQ(sq_.prod(), prod0_ + 2);
+	EXPECT_EQ(sq_.send(prod0_)->wr_id, 0x20u);
+	EXPECT_EQ(send_db(), 1u);
+
+	ASSERT_EQ(to_state(IBV_QPS_ERR), 0);
+	ibv_wr_start(qpx_);
+	sends(1, 0x30);
+	EXPECT_EQ(ibv_wr_complete(qpx_), 0);
+	EXPECT_EQ(sq_.prod(), prod0_ + 3);
+	EXPECT_EQ(send_db(), 2u);
+
+	sq_.set_cons(sq_.prod());	// the flush
+	ASSERT_EQ(to_state(IBV_QPS_RESET), 0);
+	EXPECT_EQ(failed_batch([this] { sends(1, 0x40); }), EINVAL);
+	ASSERT_EQ(to_state(IBV_QPS_INIT), 0);
+	EXPECT_EQ(failed_batch([this] { sends(1, 0x50); }), EINVAL);
+	EXPECT_EQ(sq_.prod(), prod0_ + 3);
+	EXPECT_EQ(send_db(), 2u);
 }
 
 // ---- errors -------------------------------------------------------------------------------------
