@@ -2,23 +2,28 @@
 //
 // sroce_qp - queue pair objects through libibverbs: capabilities and their
 // limits, every legal IBTA state transition and a set of illegal ones,
-// ibv_query_qp returning what was set, and flushing on the move to ERR.
-// Prints TAP.
+// ibv_query_qp returning what was set, posting by state (send WRs from
+// RTS on, receive WRs from INIT on, both in ERR; ibv_post_* and ibv_wr_*),
+// and flushing on the move to ERR.  Prints TAP.
 //
 //   sroce_qp -d sroce0 [-g GID_INDEX] [-n LOOPS]
 //
 // The QP is connected to itself (its own GID and QPN), which is all the
-// state machine needs; no packet has to flow.
+// state machine needs; only the posting check sends packets (to itself).
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include <set>
+#include <string>
 #include <vector>
 
 #include <infiniband/verbs.h>
 
+#include "sroce.hpp"	// the provider's own QP: where its rings are mapped
 #include "tap.hpp"
 #include "verbs_util.hpp"
 
@@ -88,11 +93,11 @@ int to_rtr(env &e, ibv_qp *qp, int drop_mask = 0)
 	return ibv_modify_qp(qp, &a, mask & ~drop_mask);
 }
 
-int to_rts(ibv_qp *qp, int drop_mask = 0)
+int to_rts(ibv_qp *qp, int drop_mask = 0, uint32_t sq_psn = 0x654321)
 {
 	ibv_qp_attr a = {};
 	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0x654321;
+	a.sq_psn = sq_psn;
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (qp->qp_type == IBV_QPT_RC) {
 		a.timeout = 14;
@@ -293,6 +298,247 @@ void check_flush(env &e)
 	ibv_destroy_qp(qp);
 }
 
+// ---- posting by state ------------------------------------------------------------
+
+// A ring's producer index as the kernel reads it, in the mapping the
+// provider made (sroce.hpp's qp: sq_map / rq_map).
+uint32_t ring_prod(void *map)
+{
+	return __atomic_load_n(&static_cast<sroce_ring_hdr *>(map)->prod, __ATOMIC_ACQUIRE);
+}
+
+uint32_t sq_prod(ibv_qp *qp)
+{
+	return ring_prod(reinterpret_cast<sroce::qp *>(qp)->sq_map);
+}
+
+uint32_t rq_prod(ibv_qp *qp)
+{
+	return ring_prod(reinterpret_cast<sroce::qp *>(qp)->rq_map);
+}
+
+constexpr uint32_t kPostLen = 32;
+
+ibv_sge post_sge(env &e, uint64_t wr_id)
+{
+	return {reinterpret_cast<uintptr_t>(e.buf) + 0x8000 + 64 * (wr_id % 256), kPostLen,
+		e.mr->lkey};
+}
+
+// ibv_post_send of two signalled SENDs, wr_id and wr_id + 1; *bad_first
+// says whether *bad_wr named the first.
+int post_two_sends(env &e, ibv_qp *qp, uint64_t wr_id, bool *bad_first)
+{
+	ibv_sge sge[2] = {post_sge(e, wr_id), post_sge(e, wr_id + 1)};
+	ibv_send_wr w[2] = {};
+	for (int i = 0; i < 2; i++) {
+		w[i].wr_id = wr_id + i;
+		w[i].sg_list = &sge[i];
+		w[i].num_sge = 1;
+		w[i].opcode = IBV_WR_SEND;
+		w[i].send_flags = IBV_SEND_SIGNALED;
+	}
+	w[0].next = &w[1];
+	ibv_send_wr *bad = nullptr;
+	int r = ibv_post_send(qp, w, &bad);
+	*bad_first = bad == &w[0];
+	return r;
+}
+
+// One signalled SEND through ibv_wr_*: ibv_wr_complete's answer.
+int wr_one_send(env &e, ibv_qp_ex *x, uint64_t wr_id)
+{
+	ibv_sge sge = post_sge(e, wr_id);
+	ibv_wr_start(x);
+	x->wr_id = wr_id;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, sge.lkey, sge.addr, sge.length);
+	return ibv_wr_complete(x);
+}
+
+int post_one_recv(env &e, ibv_qp *qp, uint64_t wr_id, bool *bad_first)
+{
+	ibv_sge sge = {reinterpret_cast<uintptr_t>(e.buf) + 0xc000 + 64 * (wr_id % 64), 64,
+		       e.mr->lkey};
+	ibv_recv_wr w = {};
+	w.wr_id = wr_id;
+	w.sg_list = &sge;
+	w.num_sge = 1;
+	ibv_recv_wr *bad = nullptr;
+	int r = ibv_post_recv(qp, &w, &bad);
+	*bad_first = bad == &w;
+	return r;
+}
+
+// Poll until `n` completions are in `got` (or about 10 s passed).
+void collect(ibv_cq *cq, std::vector<ibv_wc> &got, size_t n, int rounds = 100000)
+{
+	for (int i = 0; i < rounds && got.size() < n; i++) {
+		ibv_wc wc[16];
+		int k = ibv_poll_cq(cq, 16, wc);
+		for (int j = 0; j < k; j++)
+			got.push_back(wc[j]);
+		if (k == 0)
+			usleep(100);
+	}
+}
+
+std::string wc_list(const std::vector<ibv_wc> &v, size_t from = 0)
+{
+	std::string s;
+	for (size_t i = from; i < v.size(); i++)
+		s += std::to_string(v[i].wr_id) + ":" + std::to_string(v[i].status) + " ";
+	return s;
+}
+
+// Exactly the wr_ids `want` (in any order) in got[from..], each with
+// `status` (and, for receives that succeeded, kPostLen bytes).
+bool completed_as(const std::vector<ibv_wc> &got, size_t from, std::set<uint64_t> want,
+		  ibv_wc_status status)
+{
+	if (got.size() - from != want.size())
+		return false;
+	for (size_t i = from; i < got.size(); i++) {
+		const ibv_wc &wc = got[i];
+		if (!want.erase(wc.wr_id) || wc.status != status)
+			return false;
+		if (status == IBV_WC_SUCCESS && (wc.opcode & IBV_WC_RECV) && wc.byte_len != kPostLen)
+			return false;
+	}
+	return want.empty();
+}
+
+// One RC ibv_qp_ex connected to itself, on a CQ of its own, through RESET,
+// INIT, RTR (sends refused through both APIs: EINVAL, *bad_wr the first
+// WR, SQ prod unmoved; receives refused in RESET only), RTS (the sends
+// go and land in the receives posted before) and ERR (everything taken
+// and flushed).  No refused WR may ever complete.
+void check_post_states(env &e)
+{
+	ibv_cq *cq = ibv_create_cq(e.ctx, 64, nullptr, nullptr, 0);
+	ibv_qp_init_attr_ex a = {};
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = 16;
+	a.cap.max_recv_wr = 16;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	a.pd = e.pd;
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	ibv_qp *qp = cq ? ibv_create_qp_ex(e.ctx, &a) : nullptr;
+	ibv_qp_ex *x = qp ? ibv_qp_to_qp_ex(qp) : nullptr;
+	if (!tap::check(x && state_of(qp) == IBV_QPS_RESET,
+			"post: RC ibv_qp_ex (SEND) on its own CQ, in RESET")) {
+		if (qp)
+			ibv_destroy_qp(qp);
+		if (cq)
+			ibv_destroy_cq(cq);
+		return;
+	}
+
+	std::vector<ibv_wc> got;
+	const std::set<uint64_t> refused = {1, 2, 3, 101, 11, 12, 13, 21, 22, 23};
+	struct {
+		ibv_qp_state state;
+		const char *name;
+		uint64_t id;
+	} before_rts[] = {{IBV_QPS_RESET, "RESET", 1},
+			  {IBV_QPS_INIT, "INIT", 11},
+			  {IBV_QPS_RTR, "RTR", 21}};
+	for (const auto &st : before_rts) {
+		if (st.state == IBV_QPS_INIT)
+			tap::check(to_init(e, qp) == 0, "post: RESET -> INIT");
+		else if (st.state == IBV_QPS_RTR)
+			tap::check(to_rtr(e, qp) == 0, "post: INIT -> RTR");
+		bool bad_first = false;
+		uint32_t p0 = sq_prod(qp);
+		int r = post_two_sends(e, qp, st.id, &bad_first);
+		uint32_t p1 = sq_prod(qp);
+		tap::check(r == EINVAL && bad_first && p1 == p0,
+			   "post %s: ibv_post_send is EINVAL at the first WR, SQ prod unmoved "
+			   "(ret %d, bad_wr first %d, prod %u -> %u)",
+			   st.name, r, bad_first, p0, p1);
+		r = wr_one_send(e, x, st.id + 2);
+		p0 = p1;
+		p1 = sq_prod(qp);
+		tap::check(r == EINVAL && p1 == p0,
+			   "post %s: ibv_wr_complete is EINVAL, SQ prod unmoved (ret %d, prod %u -> %u)",
+			   st.name, r, p0, p1);
+		p0 = rq_prod(qp);
+		r = post_one_recv(e, qp, 100 + st.id, &bad_first);
+		p1 = rq_prod(qp);
+		if (st.state == IBV_QPS_RESET)
+			tap::check(r == EINVAL && bad_first && p1 == p0,
+				   "post RESET: ibv_post_recv is EINVAL at the first WR, RQ prod "
+				   "unmoved (ret %d, bad_wr first %d, prod %u -> %u)",
+				   r, bad_first, p0, p1);
+		else
+			tap::check(r == 0 && p1 == p0 + 1,
+				   "post %s: ibv_post_recv accepted (ret %d, RQ prod %u -> %u)",
+				   st.name, r, p0, p1);
+	}
+	collect(cq, got, 1, 1000);	// nothing may complete yet
+	tap::check(got.empty(), "post: no completion before RTS (%zu: %s)", got.size(),
+		   wc_list(got).c_str());
+
+	// RTS: the sends go to this QP itself and take the receives of INIT,
+	// RTR and the one posted here, in order.
+	bool bad_first = false;
+	int r = to_rts(qp, 0, 0x123456);
+	tap::check(r == 0, "post: RTR -> RTS (sq_psn = rq_psn)");
+	uint32_t p0 = rq_prod(qp);
+	int rr = post_one_recv(e, qp, 131, &bad_first);
+	rr |= post_one_recv(e, qp, 132, &bad_first);
+	tap::check(rr == 0 && rq_prod(qp) == p0 + 2, "post RTS: ibv_post_recv x2 accepted");
+	p0 = sq_prod(qp);
+	r = post_two_sends(e, qp, 31, &bad_first);
+	uint32_t p1 = sq_prod(qp);
+	tap::check(r == 0 && p1 == p0 + 2,
+		   "post RTS: ibv_post_send of 2 WRs accepted (ret %d, SQ prod %u -> %u)", r, p0,
+		   p1);
+	r = wr_one_send(e, x, 33);
+	p0 = p1;
+	p1 = sq_prod(qp);
+	tap::check(r == 0 && p1 == p0 + 1,
+		   "post RTS: ibv_wr_complete accepted (ret %d, SQ prod %u -> %u)", r, p0, p1);
+	size_t from = got.size();
+	collect(cq, got, from + 6);
+	collect(cq, got, from + 7, 1000);	// and nothing more
+	tap::check(completed_as(got, from, {31, 32, 33, 111, 121, 131}, IBV_WC_SUCCESS),
+		   "post RTS: the 3 sends and the receives of INIT, RTR, RTS complete "
+		   "successfully (%s)",
+		   wc_list(got, from).c_str());
+
+	// ERR: the receive left over is flushed; new posts are taken and
+	// flushed at once.
+	tap::check(to_state(qp, IBV_QPS_ERR) == 0, "post: RTS -> ERR");
+	p0 = sq_prod(qp);
+	r = post_two_sends(e, qp, 41, &bad_first);
+	r |= wr_one_send(e, x, 43);
+	rr = post_one_recv(e, qp, 141, &bad_first);
+	p1 = sq_prod(qp);
+	tap::check(r == 0 && rr == 0 && p1 == p0 + 3,
+		   "post ERR: ibv_post_send, ibv_wr_complete, ibv_post_recv accepted (SQ prod "
+		   "%u -> %u)",
+		   p0, p1);
+	from = got.size();
+	collect(cq, got, from + 5);
+	collect(cq, got, from + 6, 1000);
+	tap::check(completed_as(got, from, {132, 41, 42, 43, 141}, IBV_WC_WR_FLUSH_ERR),
+		   "post ERR: the left-over receive and everything posted in ERR flushed (%s)",
+		   wc_list(got, from).c_str());
+
+	int late = 0;
+	for (const ibv_wc &wc : got)
+		late += refused.count(wc.wr_id) != 0;
+	tap::check(late == 0, "post: none of the refused WRs ever completed (%d did)", late);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+}
+
 // A CQ on a completion channel, armed, gets its event when the flush of a
 // receive lands in it; an overfull CQ raises IBV_EVENT_CQ_ERR.
 void check_cq_events(env &e)
@@ -419,6 +665,7 @@ int main(int argc, char **argv)
 		check_states(e, IBV_QPT_UC, "UC");
 		check_states(e, IBV_QPT_UD, "UD");
 		check_flush(e);
+		check_post_states(e);
 		check_cq_events(e);
 		check_loop(e, loops);
 	}

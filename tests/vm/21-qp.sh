@@ -5,7 +5,10 @@
 # errnos, every legal state transition and illegal ones (EINVAL),
 # ibv_query_qp returning what was set, 100 sends + 100 receives flushed in
 # posting order on the move to ERR, a send posted in ERR flushed at once,
-# and 1000 create/INIT/destroy cycles over RC, UC and UD.
+# posting by state (ibv_post_send and ibv_wr_* EINVAL in RESET, INIT, RTR
+# with the SQ's prod unmoved, ibv_post_recv EINVAL in RESET only; in RTS
+# the sends complete, in ERR everything is flushed; no refused WR ever
+# completes), and 1000 create/INIT/destroy cycles over RC, UC and UD.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -17,7 +20,7 @@ trap sroce_reset EXIT
 tap_plan 4
 sroce_single_device || tap_bail "set-up: sroce0 on vethA"
 
-tap_check "sroce_qp -n 1000 (caps, state machine, query, flush)" \
+tap_check "sroce_qp -n 1000 (caps, state machine, query, flush, posting by state)" \
 	"$SROCE_BIN/sroce_qp" -d sroce0 -g "$SROCE_GID" -n 1000
 tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" \
 	"$SROCE_MAD_OBJECTS"
