@@ -138,6 +138,7 @@ static qp *alloc_qp()
 	if (!mem)
 		return nullptr;
 	qp *q = new (mem) qp();
+	q->state.store(IBV_QPS_RESET, std::memory_order_relaxed);	// not shared yet
 	pthread_spin_init(&q->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&q->rq_lock, PTHREAD_PROCESS_PRIVATE);
 	return q;
@@ -294,11 +295,16 @@ struct ibv_qp *create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 	return ibqp;
 }
 
+// The state the posts go by changes only once the kernel has made the
+// move (a failed command leaves the QP where it was).
 int modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct ibv_modify_qp cmd = {};
 
-	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	int ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!ret && (attr_mask & IBV_QP_STATE))
+		to_sqp(ibqp)->state.store(attr->qp_state, std::memory_order_release);
+	return ret;
 }
 
 int query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
@@ -324,10 +330,12 @@ int destroy_qp(struct ibv_qp *ibqp)
 }
 
 // ibv_post_send: every WR that fits is encoded, then all of them are
-// published at once.  A WR that does not encode (EINVAL) or finds the SQ
-// full (ENOMEM) stops the list there, *bad_wr names it, and the WRs
-// before it are still posted.  A failed doorbell returns its errno with
-// every WR posted (*bad_wr untouched, as rxe does).
+// published at once.  A QP in a state that takes no sends (RESET, INIT,
+// RTR) refuses the whole list: EINVAL at the first WR, nothing written.
+// Otherwise a WR that does not encode (EINVAL) or finds the SQ full
+// (ENOMEM) stops the list there, *bad_wr names it, and the WRs before it
+// are still posted.  A failed doorbell returns its errno with every WR
+// posted (*bad_wr untouched, as rxe does).
 int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	      struct ibv_send_wr **bad_wr)
 {
@@ -335,6 +343,10 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	int ret = 0;
 	bool kick = false;
 
+	if (!post_send_ok(*q)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&q->sq_lock);
 	const uint32_t room = q->sq.free_slots();
 	uint32_t n = 0;
@@ -397,7 +409,8 @@ int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int ret;
 	bool kick = false;
 
-	if (q->has_srq) {
+	// No RQ of its own, or RESET: the whole list is refused.
+	if (q->has_srq || !post_recv_ok(*q)) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

@@ -9,7 +9,8 @@
 // the same send_wqe_builder (wqe.hpp):
 //
 //   ibv_wr_start      takes sq_lock (ibv_post_send's), notes the free
-//                     slots
+//                     slots; a QP whose state takes no sends (RESET,
+//                     INIT, RTR: post_send_ok) fails the batch at once
 //   builder           finishes the previous WR, then starts a WQE in the
 //                     next free slot: wr_id and wr_flags from the
 //                     ibv_qp_ex, the opcode's own fields
@@ -24,6 +25,8 @@
 // The builders and setters return nothing, so the first error of a batch
 // is kept and returned by ibv_wr_complete, which then publishes nothing
 // (everything after the error is skipped):
+//   EINVAL      (from ibv_wr_start) the QP is in RESET, INIT or RTR, as
+//               ibv_post_send; an empty batch too, as rxe's doorbell
 //   ENOMEM      more WRs than free SQ slots (as ibv_post_send, and mlx5's
 //               wr_complete)
 //   EINVAL      an invalid WR: an opcode not in the QP's send_ops_flags
@@ -166,7 +169,9 @@ static void wr_start(struct ibv_qp_ex *ibqp)
 	pthread_spin_lock(&q->sq_lock);
 	q->wr.room = q->sq.free_slots();
 	q->wr.n = 0;
-	q->wr.err = 0;
+	// The state is read once per batch: a failed one skips every
+	// builder and setter, and ibv_wr_complete returns EINVAL.
+	q->wr.err = post_send_ok(*q) ? 0 : EINVAL;
 	q->wr.open = false;
 	q->wr.need_ud = false;
 	q->wr.inline_sges = false;

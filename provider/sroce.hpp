@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <atomic>
 #include <type_traits>
 
 #include "abi34.h"
@@ -115,8 +116,16 @@ struct wr_batch {
 // are spinlocks held while WQEs are written and never across a system
 // call - ibv_post_send holds sq_lock for one call, the ibv_wr_* API from
 // ibv_wr_start to ibv_wr_complete / ibv_wr_abort.
+//
+// state is the ibv_qp_state our last successful modify_qp with
+// IBV_QP_STATE set (RESET from creation): the posts read it once per
+// call, without a lock, to refuse WRs the state forbids (post_send_ok,
+// post_recv_ok).  Stored with release after the command returned, loaded
+// with acquire: a post that sees the new state also sees the ring flags
+// the kernel set in that command (RESET clears ERROR), never older ones.
 struct qp {
 	struct verbs_qp vqp;		// ibv_qp / ibv_qp_ex; must be first
+	std::atomic<int> state;		// enum ibv_qp_state
 	pthread_spinlock_t sq_lock;
 	pthread_spinlock_t rq_lock;
 	producer_ring sq;
@@ -337,6 +346,31 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	      struct ibv_send_wr **bad_wr);
 int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	      struct ibv_recv_wr **bad_wr);
+
+// Whether a QP takes send WRs now (the IBTA's QP states, as rxe): from
+// RTS on - RTS, SQD, SQE - and in ERR, where the kernel flushes them;
+// RESET, INIT and RTR refuse them with EINVAL.  Receive WRs: in every
+// state but RESET.
+// The kernel may have moved the QP to ERR on its own since our last
+// modify_qp, which only the ring's ERROR flag tells; that is read only
+// when the recorded state refuses, so a QP in RTS pays one atomic load.
+static inline bool state_refuses_sends(int state)
+{
+	return state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
+	       state == IBV_QPS_RTR;
+}
+
+static inline bool post_send_ok(const qp &q)
+{
+	return !state_refuses_sends(q.state.load(std::memory_order_acquire)) ||
+	       (q.sq.flags() & SROCE_RING_F_ERROR);
+}
+
+static inline bool post_recv_ok(const qp &q)
+{
+	return q.state.load(std::memory_order_acquire) != IBV_QPS_RESET ||
+	       (q.rq.flags() & SROCE_RING_F_ERROR);
+}
 
 // After WQEs were published on the SQ (sq_lock held): does the kernel
 // want the doorbell (NEED_KICK, or the queue is in ERROR and must flush
