@@ -415,8 +415,7 @@ enum sroce_resp_msg {
 	SROCE_RESP_SEND,		/* a multi-packet SEND is arriving */
 	SROCE_RESP_WRITE,		/* a multi-packet WRITE is arriving */
 	SROCE_RESP_DROP,		/* UC: rest of a broken message */
-	SROCE_RESP_FAILED,		/* a request failed: the QP goes to
-					 * ERR, nothing more is taken */
+	SROCE_RESP_FAILED,		/* a request failed: take no more */
 };
 
 /* Responder state (under qp->resp_lock). */

@@ -140,6 +140,7 @@ static inline int sroce_queue_refresh_cons(struct sroce_queue *q)
  */
 static inline int sroce_queue_post_room(struct sroce_queue *q)
 {
+	/* Pairs with the consumer's release: its reads are done. */
 	u32 cons = smp_load_acquire(&q->hdr->cons);
 	u32 used = q->post_prod - cons;
 
@@ -157,6 +158,7 @@ static inline void *sroce_queue_post_elem(const struct sroce_queue *q)
 static inline void sroce_queue_post_publish(struct sroce_queue *q, u32 n)
 {
 	q->post_prod += n;
+	/* The elements are written before the consumer sees the index. */
 	smp_store_release(&q->hdr->prod, q->post_prod);
 }
 
@@ -171,6 +173,7 @@ static inline void sroce_queue_resync(struct sroce_queue *q)
 	q->cons = q->prod;
 	q->post_prod = q->prod;
 	q->post_cons = q->prod;
+	/* Nothing is consumed now: the ring is empty for the producer. */
 	smp_store_release(&q->hdr->cons, q->cons);
 }
 
