@@ -1204,14 +1204,10 @@ bool victim_setup(victim &v)
 	return true;
 }
 
+// Unregistered only once destroyed: ibv_destroy_* waits until every
+// event of its object has been acknowledged.
 bool victim_teardown(victim &v)
 {
-	{
-		std::lock_guard<std::mutex> g(g_reg_mu);
-		g_reg.victim = g_reg.partner = nullptr;
-		g_reg.vcq = g_reg.pcq = nullptr;
-		g_reg.vsrq = nullptr;
-	}
 	bool ok = true;
 	auto chk = [&](int r, const char *what) {
 		if (r) {
@@ -1233,6 +1229,10 @@ bool victim_teardown(victim &v)
 		chk(ibv_destroy_cq(v.vcq), "destroy the victim CQ");
 	if (v.pcq)
 		chk(ibv_destroy_cq(v.pcq), "destroy the partner CQ");
+	std::lock_guard<std::mutex> g(g_reg_mu);
+	g_reg.victim = g_reg.partner = nullptr;
+	g_reg.vcq = g_reg.pcq = nullptr;
+	g_reg.vsrq = nullptr;
 	return ok;
 }
 
@@ -2094,7 +2094,11 @@ void phase_rewind(victim &v)
 		note("round %d: rewind: %u SENDs in flight (cons +%u), prod back by %u", v.n, n,
 		     c - v.lsq.base, d);
 	usleep(2000);
-	fill_partner_rq(v);
+	// A few receives beyond the chain only: what the kernel then sends
+	// from behind its rewound index runs the partner dry, and the RNR NAK
+	// makes the requester go back to the oldest WQE it believes in flight.
+	for (uint32_t j = 0; j < n + 2 && j < PRSLOTS; j++)
+		post_partner_recv(v, j);
 	g_phases++;
 }
 
@@ -2169,7 +2173,7 @@ void run_round(int n, kind k, bool phase, double max_len)
 		post_victim_recvs(v);
 		if (v.p_out < 4 && chance(v.rng, 30))
 			post_partner_send(v);
-		if (v.p_rq_out < 40)
+		if (v.p_rq_out < 40 && (v.go || !phase))
 			fill_partner_rq(v);
 		uint64_t before = v.c_send + v.c_recv;
 		poll_victim(v);
