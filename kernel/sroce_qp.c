@@ -181,8 +181,10 @@ static int sroce_qp_alloc_transport(struct sroce_qp *qp, gfp_t gfp)
 {
 	int err;
 
+	/* Zeroed: nothing of the kernel's could reach a packet from it. */
 	qp->sq_copy = __vmalloc(array_size(qp->sq.entries,
-					   1U << qp->sq.stride_shift), gfp);
+					   1U << qp->sq.stride_shift),
+				gfp | __GFP_ZERO);
 	qp->sq_meta = kvcalloc(qp->sq.entries, sizeof(*qp->sq_meta), gfp);
 	if (!qp->sq_copy || !qp->sq_meta) {
 		err = -ENOMEM;
