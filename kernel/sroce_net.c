@@ -549,7 +549,8 @@ static int sroce_net_loopback(struct sroce_dev *sdev, const struct sroce_av *av,
 	__skb_pull(skb, skb_transport_offset(skb));
 	sroce_count(sdev, SROCE_CNT_TX_PACKETS, 1);
 	sroce_count(sdev, SROCE_CNT_TX_BYTES, bytes);
-	cb->sn = peer->netns;
+	/* The sender's: peer's may be going (its netns is cleared then). */
+	cb->sn = sdev->netns;
 	cb->ifindex = peer->ifindex;
 	skb_queue_tail(&lo->queue, skb);
 	if (!lo->depth) {
