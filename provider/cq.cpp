@@ -326,7 +326,7 @@ struct ibv_cq_ex *create_cq_ex(struct ibv_context *ibctx,
 
 	struct ibv_create_cq_ex cmd = {};
 	create_cq_ex_resp resp = {};
-	int ret = ibv_cmd_create_cq_ex(ibctx, attr, &c->vcq, &cmd, sizeof(cmd),
+	int ret = sroce_cmd_create_cq_ex(ibctx, attr, &c->vcq, &cmd, sizeof(cmd),
 				       resp.core(), sizeof(resp), 0);
 	if (ret) {
 		free_cq(c);

@@ -248,7 +248,7 @@ struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
 	const struct ibv_qp_cap asked = attr->cap;
 	struct ibv_create_qp_ex cmd = {};
 	create_qp_ex_resp resp = {};
-	ret = ibv_cmd_create_qp_ex2(ibctx, &q->vqp, attr, &cmd, sizeof(cmd),
+	ret = sroce_cmd_create_qp_ex2(ibctx, &q->vqp, attr, &cmd, sizeof(cmd),
 				    resp.core(), sizeof(resp));
 	if (ret) {
 		free_qp(q);

@@ -14,7 +14,7 @@
 #include <atomic>
 #include <type_traits>
 
-#include "abi34.h"
+#include "abi/private_abi.h"
 #include "ring.hpp"
 #include "wqe.hpp"
 #include <sroce-abi.h>
@@ -295,7 +295,7 @@ enum class match_result {
 match_result match_sysfs(const char *ibdev_path, uint32_t driver_id,
 			 uint32_t min_abi, uint32_t max_abi, uint32_t *abi_out);
 
-// Parse "libibverbs.so.1.14.<NN>.<x>" (any directory) into NN, the
+// Parse "libibverbs.so.1.<minor>.<NN>.<x>" (any directory) into NN, the
 // rdma-core release; -1 if the name does not have that form.
 int rdma_core_release_from_path(const char *path);
 

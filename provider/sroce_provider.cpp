@@ -65,12 +65,20 @@ int rdma_core_release_from_path(const char *path)
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 
-	static const char prefix[] = "libibverbs.so.1.14.";
+	// libibverbs.so.1.<minor>.<release>.<patch>: the minor grows with the
+	// public API (14 in rdma-core 44, 18 in 65), the release is rdma-core's.
+	static const char prefix[] = "libibverbs.so.1.";
 	if (strncmp(base, prefix, sizeof(prefix) - 1) != 0)
 		return -1;
 	const char *p = base + sizeof(prefix) - 1;
-	int release = 0;
 	int digits = 0;
+	for (; *p >= '0' && *p <= '9' && digits < 6; p++, digits++)
+		;
+	if (digits == 0 || *p != '.')
+		return -1;
+	p++;
+	int release = 0;
+	digits = 0;
 	for (; *p >= '0' && *p <= '9' && digits < 6; p++, digits++)
 		release = release * 10 + (*p - '0');
 	if (digits == 0 || *p != '.')
@@ -187,7 +195,7 @@ static struct verbs_context *sroce_alloc_context(struct ibv_device *ibdev,
 
 	struct ibv_get_context cmd = {};
 	get_context_resp resp = {};
-	int ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
+	int ret = sroce_cmd_get_context(&ctx->ibv_ctx, &cmd, sizeof(cmd),
 				      resp.core(), sizeof(resp));
 	if (ret) {
 		__verbs_log(&ctx->ibv_ctx, VERBS_LOG_ERR,
@@ -242,26 +250,29 @@ static const struct verbs_device_ops sroce_dev_ops = {
 
 // ---- registration --------------------------------------------------------------
 
-// IBVERBS_PRIVATE_34 covers rdma-core 34..56, whose private structs differ
-// (see abi34.h), so the symbol version alone cannot stop us from being
-// loaded into an incompatible libibverbs.  If the library we are bound to
-// names its release and it is not the one abi34.h describes, stay
-// unregistered: libibverbs then reports the device as having no driver
-// instead of calling through mismatched function tables.
+// One private ABI name covers several releases whose private structs
+// differ (IBVERBS_PRIVATE_34: 34..56, IBVERBS_PRIVATE_59: 59..63; see
+// abi/private_abi.h), so the symbol version alone cannot stop us from
+// being loaded into an incompatible libibverbs.  If the library we are
+// bound to names its release and it is not the one we were built for,
+// stay unregistered: libibverbs then reports the device as having no
+// driver instead of calling through mismatched function tables.  (A
+// libibverbs of another private ABI name never gets this far: the dynamic
+// loader refuses our IBVERBS_PRIVATE_<N> imports, and libibverbs prints
+// "couldn't load driver".)
 static bool libibverbs_release_ok()
 {
 	Dl_info info = {};
-	if (!dladdr(reinterpret_cast<void *>(&verbs_register_driver_34), &info) ||
+	if (!dladdr(reinterpret_cast<void *>(&SROCE_REGISTER_DRIVER), &info) ||
 	    !info.dli_fname)
 		return true;	// cannot tell; the symbol version matched
 
 	char *real = realpath(info.dli_fname, nullptr);
 	int release = rdma_core_release_from_path(real ? real : info.dli_fname);
-	if (release >= 0 && release != SROCE_RDMA_CORE_VERSION) {
+	if (release >= 0 && release != SROCE_RDMA_CORE) {
 		fprintf(stderr,
 			"sroce: libibverbs %s is rdma-core %d; this provider is built for rdma-core %d (" SROCE_IBVERBS_PABI_NAME " layout of that release), not registering\n",
-			real ? real : info.dli_fname, release,
-			SROCE_RDMA_CORE_VERSION);
+			real ? real : info.dli_fname, release, SROCE_RDMA_CORE);
 		free(real);
 		return false;
 	}
@@ -272,7 +283,7 @@ static bool libibverbs_release_ok()
 __attribute__((constructor)) static void sroce_register_driver()
 {
 	if (libibverbs_release_ok())
-		verbs_register_driver_34(&sroce_dev_ops);
+		SROCE_REGISTER_DRIVER(&sroce_dev_ops);
 }
 
 } // namespace sroce

@@ -27,7 +27,7 @@
 #include <infiniband/verbs.h>
 
 // Only for "which provider claimed the device": verbs_device::ops->name.
-#include "abi34.h"
+#include "abi/private_abi.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "abi34.h"	// struct verbs_mr: the provider-private view
+#include "abi/private_abi.h"	// struct verbs_mr: the provider-private view
 #include "inproc.hpp"
 
 using namespace inproc;

@@ -97,7 +97,12 @@ TEST(ReleaseFromPath, Parses)
 	EXPECT_EQ(sroce::rdma_core_release_from_path("/x/libibverbs.so.1.14.44.0.debug"), 44);
 	EXPECT_EQ(sroce::rdma_core_release_from_path("/x/libibverbs.so.1"), -1);
 	EXPECT_EQ(sroce::rdma_core_release_from_path("/x/libibverbs.so.1.14.44"), -1);
-	EXPECT_EQ(sroce::rdma_core_release_from_path("/x/libibverbs.so.1.13.44.0"), -1);
+	// the minor follows the public API: 1.15 in 59, 1.18 in 65
+	EXPECT_EQ(sroce::rdma_core_release_from_path("/x/libibverbs.so.1.15.59.0"), 59);
+	EXPECT_EQ(sroce::rdma_core_release_from_path("/x/libibverbs.so.1.18.65.0"), 65);
+	EXPECT_EQ(sroce::rdma_core_release_from_path("/x/libibverbs.so.1.18"), -1);
+	EXPECT_EQ(sroce::rdma_core_release_from_path("/x/libibverbs.so.1..65.0"), -1);
+	EXPECT_EQ(sroce::rdma_core_release_from_path("/x/libibverbs.so.1.x.65.0"), -1);
 	EXPECT_EQ(sroce::rdma_core_release_from_path("/lib/libibverbs.so.1.14.44.0/other.so"), -1);
 	EXPECT_EQ(sroce::rdma_core_release_from_path(""), -1);
 }

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
 /*
- * abi34.h - our own declarations of the libibverbs *provider* ABI
- * (symbol version IBVERBS_PRIVATE_34) exactly as rdma-core v44.0 defines it.
+ * private_abi.h - our own declarations of the libibverbs *provider* ABI
+ * (symbol version IBVERBS_PRIVATE_<N>) of every rdma-core release from 44
+ * to 65, one declaration per struct and entry point, with what a range of
+ * releases adds or changes under "#if SROCE_RDMA_CORE >= <first release>".
+ * SROCE_RDMA_CORE and the private ABI number come from ranges.h.
  *
- * Debian ships libibverbs 44 but not its provider headers
+ * Debian ships libibverbs but not its provider headers
  * (infiniband/driver.h, kern-abi.h, cmd_*.h), so this file re-declares the
- * part we use.  It was written by reading rdma-core v44.0:
+ * part we use.  It was written by reading rdma-core v44.0 .. v64.0 and the
+ * 65.0 release:
  *   libibverbs/driver.h      verbs_match_ent, verbs_sysfs_dev,
  *                            verbs_device_ops, verbs_device,
  *                            verbs_context_ops, the verbs objects
@@ -18,30 +22,39 @@
  *                            ibv_post_send ...), struct ex_hdr
  *   libibverbs/cmd*.c        what each helper sends and fills in (noted at
  *                            the prototypes)
- *   libibverbs/libibverbs.map.in   which symbols carry IBVERBS_PRIVATE_34
+ *   libibverbs/libibverbs.map.in   which symbols carry IBVERBS_PRIVATE_<N>
  *   ccan/list.h              struct list_node
  *
- * Every layout here is checked field by field against offsets produced by
- * compiling the real v44.0 headers (tests/unit/abi34_reference.inc, made by
- * tests/unit/gen_abi34_reference.sh) in tests/unit/test_abi34.cpp, and
- * every function prototype against gcc -aux-info's rendering of v44.0's.
+ * Checked three ways:
+ *   - at build time, against the installed headers: layouts.h holds, for
+ *     every release, the size of each private struct and of the public
+ *     structs they embed (ibv_context, ibv_qp_ex, ibv_cq_ex, ...) and the
+ *     offset of each member, as the compiler lays them out from that
+ *     release's own headers; the static_asserts at the end of this file
+ *     fail the build on any difference (wrong declaration, or public
+ *     headers of another release than the library's);
+ *   - field by field, with every constant and every prototype (gcc
+ *     -aux-info), against tests/unit/abi_reference/rdma-core-<N>.inc in
+ *     tests/unit/test_abi.cpp ("make unit", and tests/host/60-provider-abi.sh
+ *     for 44, 56.1 and 65);
+ *   - at run time, sroce_provider.cpp refuses to register in a libibverbs
+ *     of another release.
  *
- * WARNING - IBVERBS_PRIVATE_34 does not pin these layouts.  rdma-core kept
- * the private ABI number at 34 from v34 to v56 although it changed things
- * underneath it: v35-v43 inserted members into the middle of
- * verbs_context_ops (import_dm, query_qp_data_in_order, unimport_dm) and
- * verbs_sysfs_dev (num_ports), and v54 added an argument to
- * ibv_cmd_reg_dmabuf_mr().  So the build checks the libibverbs version
- * (1.14.44.x) as well as the symbol version, and the provider refuses to
- * register under a libibverbs that says it is another release (see
- * sroce_provider.cpp).
+ * IBVERBS_PRIVATE_<N> does not pin these layouts: rdma-core kept the name
+ * IBVERBS_PRIVATE_34 from v34 to v56 and IBVERBS_PRIVATE_59 from v59 to
+ * v63 while changing the structs underneath it (v35-v43 inserted members
+ * into verbs_context_ops and verbs_sysfs_dev, v45 grew ibv_qp_ex and with
+ * it verbs_qp, v62 inserted two ops).  So the build selects by release,
+ * not by private ABI name.
  *
  * Public types (struct ibv_*, struct verbs_context, ...) come from the
  * installed <infiniband/verbs.h>; kernel uverbs structs come from the
  * installed <rdma/ib_user_verbs.h> (linux-libc-dev).
  */
-#ifndef SROCE_ABI34_H
-#define SROCE_ABI34_H
+#ifndef SROCE_PRIVATE_ABI_H
+#define SROCE_PRIVATE_ABI_H
+
+#include "abi/ranges.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,12 +70,6 @@
 #endif
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/ib_user_verbs.h>
-
-/* The private ABI this file describes. */
-#define SROCE_IBVERBS_PABI_VERSION 34
-#define SROCE_IBVERBS_PABI_NAME "IBVERBS_PRIVATE_34"
-/* The rdma-core release it was read from (libibverbs.so.1.14.44.x). */
-#define SROCE_RDMA_CORE_VERSION 44
 
 #ifdef __cplusplus
 extern "C" {
@@ -129,6 +136,14 @@ struct verbs_sysfs_dev {
 
 struct verbs_device;
 struct verbs_context;
+/* Only passed as NULL by this provider (driver.h / cmd_ioctl.h). */
+struct ibv_command_buffer;
+#if SROCE_RDMA_CORE >= 59
+struct verbs_create_cq_prov_attr;
+#endif
+#if SROCE_RDMA_CORE >= 64
+struct ibv_buf;
+#endif
 
 /*
  * driver.h: the provider's view of the verbs objects.  libibverbs hands
@@ -232,15 +247,24 @@ struct verbs_device {
 };
 
 /*
- * Every op a provider can implement, in libibverbs' (alphabetical) order.
- * A NULL entry makes libibverbs install its own stub (EOPNOTSUPP/ENOSYS).
+ * Every op a provider can implement, in libibverbs' (alphabetical) order:
+ * later releases insert theirs in the middle.  A NULL entry makes
+ * libibverbs install its own stub (EOPNOTSUPP/ENOSYS).
  */
 struct verbs_context_ops {
 	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			 uint32_t flags, struct ibv_sge *sg_list,
 			 uint32_t num_sges);
+#if SROCE_RDMA_CORE >= 64
+	void *(*alloc_buf)(struct ibv_pd *pd, size_t size,
+			   struct ibv_buf **buf);
+#endif
 	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
 				   struct ibv_alloc_dm_attr *attr);
+#if SROCE_RDMA_CORE >= 59
+	struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context,
+				       struct ibv_dmah_init_attr *attr);
+#endif
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *pd);
 	struct ibv_pd *(*alloc_parent_domain)(
@@ -262,6 +286,11 @@ struct verbs_context_ops {
 	void (*cq_event)(struct ibv_cq *cq);
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd,
 				    struct ibv_ah_attr *attr);
+#if SROCE_RDMA_CORE >= 65
+	struct ibv_comp_cntr *(*create_comp_cntr)(
+		struct ibv_context *context,
+		struct ibv_comp_cntr_init_attr *attr);
+#endif
 	struct ibv_counters *(*create_counters)(
 		struct ibv_context *context,
 		struct ibv_counters_init_attr *init_attr);
@@ -291,11 +320,17 @@ struct verbs_context_ops {
 		struct ibv_srq_init_attr_ex *srq_init_attr_ex);
 	struct ibv_wq *(*create_wq)(struct ibv_context *context,
 				    struct ibv_wq_init_attr *wq_init_attr);
+#if SROCE_RDMA_CORE >= 59
+	int (*dealloc_dmah)(struct ibv_dmah *dmah);
+#endif
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dealloc_td)(struct ibv_td *td);
 	int (*dereg_mr)(struct verbs_mr *vmr);
 	int (*destroy_ah)(struct ibv_ah *ah);
+#if SROCE_RDMA_CORE >= 65
+	int (*destroy_comp_cntr)(struct ibv_comp_cntr *comp_cntr);
+#endif
 	int (*destroy_counters)(struct ibv_counters *counters);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*destroy_flow)(struct ibv_flow *flow);
@@ -306,6 +341,12 @@ struct verbs_context_ops {
 	int (*destroy_wq)(struct ibv_wq *wq);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
+#if SROCE_RDMA_CORE >= 62
+	int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);
+#endif
+#if SROCE_RDMA_CORE >= 64
+	void (*free_buf)(struct ibv_buf *buf);
+#endif
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
@@ -314,6 +355,11 @@ struct verbs_context_ops {
 	struct ibv_mr *(*import_mr)(struct ibv_pd *pd, uint32_t mr_handle);
 	struct ibv_pd *(*import_pd)(struct ibv_context *context,
 				    uint32_t pd_handle);
+#if SROCE_RDMA_CORE >= 65
+	int (*inc_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t amount);
+	int (*inc_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
+				 uint64_t amount);
+#endif
 	int (*modify_cq)(struct ibv_cq *cq, struct ibv_modify_cq_attr *attr);
 	int (*modify_flow_action_esp)(struct ibv_flow_action *action,
 				      struct ibv_flow_action_esp_attr *attr);
@@ -338,6 +384,14 @@ struct verbs_context_ops {
 			    struct ibv_ops_wr **bad_op);
 	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
 			     struct ibv_recv_wr **bad_recv_wr);
+#if SROCE_RDMA_CORE >= 65
+	int (*qp_attach_comp_cntr)(struct ibv_qp *qp,
+				   struct ibv_comp_cntr *comp_cntr,
+				   struct ibv_qp_attach_comp_cntr_attr *attr);
+	int (*query_comp_cntr_caps)(struct ibv_context *context,
+				    struct ibv_comp_cntr_caps *caps,
+				    size_t caps_size);
+#endif
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
 			       struct ibv_device_attr_ex *attr,
@@ -345,6 +399,10 @@ struct verbs_context_ops {
 	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
+#if SROCE_RDMA_CORE >= 62
+	int (*query_port_speed)(struct ibv_context *context, uint32_t port_num,
+				uint64_t *speed);
+#endif
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	int (*query_qp_data_in_order)(struct ibv_qp *qp, enum ibv_wr_opcode op,
@@ -352,9 +410,16 @@ struct verbs_context_ops {
 	int (*query_rt_values)(struct ibv_context *context,
 			       struct ibv_values_ex *values);
 	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
+#if SROCE_RDMA_CORE >= 65
+	int (*read_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t *value);
+#endif
 	int (*read_counters)(struct ibv_counters *counters,
 			     uint64_t *counters_value, uint32_t ncounters,
 			     uint32_t flags);
+#if SROCE_RDMA_CORE >= 65
+	int (*read_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
+				  uint64_t *value);
+#endif
 	struct ibv_mr *(*reg_dm_mr)(struct ibv_pd *pd, struct ibv_dm *dm,
 				    uint64_t dm_offset, size_t length,
 				    unsigned int access);
@@ -363,11 +428,22 @@ struct verbs_context_ops {
 					int access);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
+#if SROCE_RDMA_CORE >= 59
+	struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd,
+				    struct ibv_mr_init_attr *mr_init_attr);
+#endif
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+#if SROCE_RDMA_CORE >= 65
+	int (*set_comp_cntr)(struct ibv_comp_cntr *comp_cntr, uint64_t value);
+#endif
 	int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
+#if SROCE_RDMA_CORE >= 65
+	int (*set_err_comp_cntr)(struct ibv_comp_cntr *comp_cntr,
+				 uint64_t value);
+#endif
 	void (*unimport_dm)(struct ibv_dm *dm);
 	void (*unimport_mr)(struct ibv_mr *mr);
 	void (*unimport_pd)(struct ibv_pd *pd);
@@ -651,11 +727,12 @@ struct ibv_modify_qp_ex {		/* IB_USER_VERBS_EX_CMD_MODIFY_QP */
 };
 
 /*
- * Functions libibverbs 44 exports to providers.  All of them are bound to
- * IBVERBS_PRIVATE_34 at link time, so the provider fails to load (instead
+ * Functions libibverbs exports to providers.  All of them are bound to
+ * IBVERBS_PRIVATE_<N> at link time, so the provider fails to load (instead
  * of misbehaving) against a libibverbs without that version node.
+ * verbs_register_driver_<N> (ranges.h names it).
  */
-void verbs_register_driver_34(const struct verbs_device_ops *ops);
+void SROCE_REGISTER_DRIVER(const struct verbs_device_ops *ops);
 
 void __verbs_log(struct verbs_context *ctx, uint32_t level, const char *fmt,
 		 ...) __attribute__((format(printf, 3, 4)));
@@ -678,8 +755,12 @@ void verbs_set_ops(struct verbs_context *vctx,
  * point at buffers that start with the core struct and continue with the
  * provider's udata; cmd_size/resp_size are the full sizes.
  */
+/* 57: fd_arr (NULL: no fds to pass to the kernel). */
 int ibv_cmd_get_context(struct verbs_context *context,
 			struct ibv_get_context *cmd, size_t cmd_size,
+#if SROCE_RDMA_CORE >= 57
+			struct ibv_fd_arr *fd_arr,
+#endif
 			struct ib_uverbs_get_context_resp *resp,
 			size_t resp_size);
 int ibv_cmd_query_device_any(struct ibv_context *context,
@@ -746,8 +827,12 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      int comp_vector, struct ibv_cq *cq,
 		      struct ibv_create_cq *cmd, size_t cmd_size,
 		      struct ib_uverbs_create_cq_resp *resp, size_t resp_size);
+/* 59: prov_attr (NULL: the kernel allocates the CQ buffer). */
 int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 const struct ibv_cq_init_attr_ex *cq_attr,
+#if SROCE_RDMA_CORE >= 59
+			 struct verbs_create_cq_prov_attr *prov_attr,
+#endif
 			 struct verbs_cq *cq,
 			 struct ibv_create_cq_ex *cmd,
 			 size_t cmd_size,
@@ -797,13 +882,18 @@ int ibv_cmd_create_qp_ex(struct ibv_context *context,
 			 struct ibv_qp_init_attr_ex *attr_ex,
 			 struct ibv_create_qp *cmd, size_t cmd_size,
 			 struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
+/* 64: driver (NULL: no driver ioctl attributes). */
 int ibv_cmd_create_qp_ex2(struct ibv_context *context,
 			  struct verbs_qp *qp,
 			  struct ibv_qp_init_attr_ex *qp_attr,
 			  struct ibv_create_qp_ex *cmd,
 			  size_t cmd_size,
 			  struct ib_uverbs_ex_create_qp_resp *resp,
-			  size_t resp_size);
+			  size_t resp_size
+#if SROCE_RDMA_CORE >= 64
+			  , struct ibv_command_buffer *driver
+#endif
+			  );
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask,
 		     struct ibv_qp_init_attr *qp_init_attr,
@@ -842,7 +932,7 @@ int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 #endif
 
 /* The write() command structs must be header + kernel core struct, exactly. */
-#define SROCE_ABI34_ASSERT_CMD(cmd, kstruct, first)                         \
+#define SROCE_ABI_ASSERT_CMD(cmd, kstruct, first)                         \
 	static_assert(sizeof(struct cmd) ==                                  \
 			      sizeof(struct ib_uverbs_cmd_hdr) +             \
 				      sizeof(struct kstruct),                \
@@ -851,32 +941,32 @@ int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 			      sizeof(struct ib_uverbs_cmd_hdr) +             \
 				      offsetof(struct kstruct, first),       \
 		      #cmd " layout")
-SROCE_ABI34_ASSERT_CMD(ibv_get_context, ib_uverbs_get_context, response);
-SROCE_ABI34_ASSERT_CMD(ibv_query_port, ib_uverbs_query_port, response);
-SROCE_ABI34_ASSERT_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd, response);
-SROCE_ABI34_ASSERT_CMD(ibv_alloc_mw, ib_uverbs_alloc_mw, response);
-SROCE_ABI34_ASSERT_CMD(ibv_create_cq, ib_uverbs_create_cq, response);
-SROCE_ABI34_ASSERT_CMD(ibv_resize_cq, ib_uverbs_resize_cq, response);
-SROCE_ABI34_ASSERT_CMD(ibv_reg_mr, ib_uverbs_reg_mr, response);
-SROCE_ABI34_ASSERT_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr, response);
-SROCE_ABI34_ASSERT_CMD(ibv_create_qp, ib_uverbs_create_qp, response);
-SROCE_ABI34_ASSERT_CMD(ibv_query_qp, ib_uverbs_query_qp, response);
-SROCE_ABI34_ASSERT_CMD(ibv_modify_qp, ib_uverbs_modify_qp, dest);
-SROCE_ABI34_ASSERT_CMD(ibv_create_srq, ib_uverbs_create_srq, response);
-SROCE_ABI34_ASSERT_CMD(ibv_create_xsrq, ib_uverbs_create_xsrq, response);
-SROCE_ABI34_ASSERT_CMD(ibv_modify_srq, ib_uverbs_modify_srq, srq_handle);
-SROCE_ABI34_ASSERT_CMD(ibv_query_srq, ib_uverbs_query_srq, response);
-SROCE_ABI34_ASSERT_CMD(ibv_post_send, ib_uverbs_post_send, response);
-SROCE_ABI34_ASSERT_CMD(ibv_post_recv, ib_uverbs_post_recv, response);
-SROCE_ABI34_ASSERT_CMD(ibv_post_srq_recv, ib_uverbs_post_srq_recv, response);
+SROCE_ABI_ASSERT_CMD(ibv_get_context, ib_uverbs_get_context, response);
+SROCE_ABI_ASSERT_CMD(ibv_query_port, ib_uverbs_query_port, response);
+SROCE_ABI_ASSERT_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd, response);
+SROCE_ABI_ASSERT_CMD(ibv_alloc_mw, ib_uverbs_alloc_mw, response);
+SROCE_ABI_ASSERT_CMD(ibv_create_cq, ib_uverbs_create_cq, response);
+SROCE_ABI_ASSERT_CMD(ibv_resize_cq, ib_uverbs_resize_cq, response);
+SROCE_ABI_ASSERT_CMD(ibv_reg_mr, ib_uverbs_reg_mr, response);
+SROCE_ABI_ASSERT_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr, response);
+SROCE_ABI_ASSERT_CMD(ibv_create_qp, ib_uverbs_create_qp, response);
+SROCE_ABI_ASSERT_CMD(ibv_query_qp, ib_uverbs_query_qp, response);
+SROCE_ABI_ASSERT_CMD(ibv_modify_qp, ib_uverbs_modify_qp, dest);
+SROCE_ABI_ASSERT_CMD(ibv_create_srq, ib_uverbs_create_srq, response);
+SROCE_ABI_ASSERT_CMD(ibv_create_xsrq, ib_uverbs_create_xsrq, response);
+SROCE_ABI_ASSERT_CMD(ibv_modify_srq, ib_uverbs_modify_srq, srq_handle);
+SROCE_ABI_ASSERT_CMD(ibv_query_srq, ib_uverbs_query_srq, response);
+SROCE_ABI_ASSERT_CMD(ibv_post_send, ib_uverbs_post_send, response);
+SROCE_ABI_ASSERT_CMD(ibv_post_recv, ib_uverbs_post_recv, response);
+SROCE_ABI_ASSERT_CMD(ibv_post_srq_recv, ib_uverbs_post_srq_recv, response);
 static_assert(offsetof(struct ibv_query_port, port_num) ==
 		      sizeof(struct ib_uverbs_cmd_hdr) +
 			      offsetof(struct ib_uverbs_query_port, port_num),
 	      "ibv_query_port layout");
-#undef SROCE_ABI34_ASSERT_CMD
+#undef SROCE_ABI_ASSERT_CMD
 
 /* Extended commands: struct ex_hdr + the kernel struct, 8-byte multiples. */
-#define SROCE_ABI34_ASSERT_CMD_EX(cmd, kstruct, first)                      \
+#define SROCE_ABI_ASSERT_CMD_EX(cmd, kstruct, first)                      \
 	static_assert(sizeof(struct cmd) ==                                  \
 			      sizeof(struct ex_hdr) + sizeof(struct kstruct), \
 		      #cmd " size");                                         \
@@ -886,9 +976,9 @@ static_assert(offsetof(struct ibv_query_port, port_num) ==
 				      offsetof(struct kstruct, first),       \
 		      #cmd " layout")
 static_assert(sizeof(struct ex_hdr) == 24, "ex_hdr");
-SROCE_ABI34_ASSERT_CMD_EX(ibv_create_cq_ex, ib_uverbs_ex_create_cq, user_handle);
-SROCE_ABI34_ASSERT_CMD_EX(ibv_create_qp_ex, ib_uverbs_ex_create_qp, user_handle);
-SROCE_ABI34_ASSERT_CMD_EX(ibv_modify_qp_ex, ib_uverbs_ex_modify_qp, base);
+SROCE_ABI_ASSERT_CMD_EX(ibv_create_cq_ex, ib_uverbs_ex_create_cq, user_handle);
+SROCE_ABI_ASSERT_CMD_EX(ibv_create_qp_ex, ib_uverbs_ex_create_qp, user_handle);
+SROCE_ABI_ASSERT_CMD_EX(ibv_modify_qp_ex, ib_uverbs_ex_modify_qp, base);
 static_assert(offsetof(struct ibv_create_cq_ex, reserved) ==
 		      sizeof(struct ex_hdr) +
 			      offsetof(struct ib_uverbs_ex_create_cq, reserved),
@@ -901,7 +991,7 @@ static_assert(offsetof(struct ibv_modify_qp_ex, rate_limit) ==
 		      sizeof(struct ex_hdr) +
 			      offsetof(struct ib_uverbs_ex_modify_qp, rate_limit),
 	      "ibv_modify_qp_ex layout");
-#undef SROCE_ABI34_ASSERT_CMD_EX
+#undef SROCE_ABI_ASSERT_CMD_EX
 
 static_assert(offsetof(struct verbs_device, device) == 0,
 	      "ibv_device must be first in verbs_device");
@@ -913,7 +1003,89 @@ static_assert(offsetof(struct verbs_qp, qp) == 0 &&
 		      offsetof(struct ibv_qp_ex, qp_base) == 0,
 	      "verbs_qp");
 
+/*
+ * Every private struct above, and the public structs they embed, laid out
+ * exactly as the compiler lays them out from the selected release's own
+ * headers (layouts.h, generated from rdma-core's sources at each tag).  A
+ * failure here means either a wrong declaration above or public headers
+ * (<infiniband/verbs.h>) of another release than the libibverbs the
+ * Makefile found: build with LIBIBVERBS_ROOT pointing at one release's
+ * headers and library.
+ */
 #ifdef __cplusplus
+#define SROCE_ABI_ALIGNOF(t) alignof(t)
+#else
+#define SROCE_ABI_ALIGNOF(t) _Alignof(t)
+#endif
+#define SROCE_LAYOUT_SIZE(t, sz, al)                                         \
+	static_assert(sizeof(struct t) == (sz) &&                            \
+			      SROCE_ABI_ALIGNOF(struct t) == (al),           \
+		      "struct " #t ": size/alignment differs from rdma-core " \
+		      SROCE_ABI_STR(SROCE_RDMA_CORE) "'s");
+#define SROCE_LAYOUT_FIELD(t, f, off, sz)                                    \
+	static_assert(offsetof(struct t, f) == (off) &&                      \
+			      sizeof(((struct t *)0)->f) == (sz),            \
+		      "struct " #t " member " #f                             \
+		      ": offset/size differs from rdma-core "                \
+		      SROCE_ABI_STR(SROCE_RDMA_CORE) "'s");
+#include "abi/layouts.h"
+#undef SROCE_LAYOUT_SIZE
+#undef SROCE_LAYOUT_FIELD
+
+#ifdef __cplusplus
+/*
+ * The helpers whose parameter lists changed, called with the rdma-core 44
+ * parameters; what later releases added is passed as NULL (no fds, no
+ * provider-allocated CQ buffer, no driver ioctl attributes), as rxe does.
+ */
+static inline int sroce_cmd_get_context(struct verbs_context *context,
+					struct ibv_get_context *cmd,
+					size_t cmd_size,
+					struct ib_uverbs_get_context_resp *resp,
+					size_t resp_size)
+{
+#if SROCE_RDMA_CORE >= 57
+	return ibv_cmd_get_context(context, cmd, cmd_size, nullptr, resp,
+				   resp_size);
+#else
+	return ibv_cmd_get_context(context, cmd, cmd_size, resp, resp_size);
+#endif
+}
+
+static inline int sroce_cmd_create_cq_ex(struct ibv_context *context,
+					 const struct ibv_cq_init_attr_ex *cq_attr,
+					 struct verbs_cq *cq,
+					 struct ibv_create_cq_ex *cmd,
+					 size_t cmd_size,
+					 struct ib_uverbs_ex_create_cq_resp *resp,
+					 size_t resp_size, uint32_t cmd_flags)
+{
+#if SROCE_RDMA_CORE >= 59
+	return ibv_cmd_create_cq_ex(context, cq_attr, nullptr, cq, cmd,
+				    cmd_size, resp, resp_size, cmd_flags);
+#else
+	return ibv_cmd_create_cq_ex(context, cq_attr, cq, cmd, cmd_size, resp,
+				    resp_size, cmd_flags);
+#endif
+}
+
+static inline int sroce_cmd_create_qp_ex2(struct ibv_context *context,
+					  struct verbs_qp *qp,
+					  struct ibv_qp_init_attr_ex *qp_attr,
+					  struct ibv_create_qp_ex *cmd,
+					  size_t cmd_size,
+					  struct ib_uverbs_ex_create_qp_resp *resp,
+					  size_t resp_size)
+{
+#if SROCE_RDMA_CORE >= 64
+	return ibv_cmd_create_qp_ex2(context, qp, qp_attr, cmd, cmd_size, resp,
+				     resp_size, nullptr);
+#else
+	return ibv_cmd_create_qp_ex2(context, qp, qp_attr, cmd, cmd_size, resp,
+				     resp_size);
+#endif
+}
+
 /* driver.h verbs_get_mr(): ibv_mr is the first member of verbs_mr. */
 static inline struct verbs_mr *verbs_get_mr(struct ibv_mr *mr)
 {
@@ -935,7 +1107,7 @@ static inline struct verbs_device *verbs_get_device(const struct ibv_device *dev
  * then free(), so the wrapper type must be trivial.
  */
 template <class T>
-static inline T *sroce_abi34_init_and_alloc_context(struct ibv_device *device,
+static inline T *sroce_abi_init_and_alloc_context(struct ibv_device *device,
 						    int cmd_fd, size_t offset,
 						    uint32_t driver_id)
 {
@@ -952,10 +1124,10 @@ static inline T *sroce_abi34_init_and_alloc_context(struct ibv_device *device,
 		static_assert(std::is_same_v<decltype(sroce_ctx_t_::ctx_memb), \
 					     struct verbs_context>,          \
 			      #ctx_memb " must be a struct verbs_context");  \
-		sroce_abi34_init_and_alloc_context<sroce_ctx_t_>(            \
+		sroce_abi_init_and_alloc_context<sroce_ctx_t_>(            \
 			ibdev, cmd_fd, offsetof(sroce_ctx_t_, ctx_memb),     \
 			driver_id);                                          \
 	})
 #endif
 
-#endif /* SROCE_ABI34_H */
+#endif /* SROCE_PRIVATE_ABI_H */
