@@ -44,17 +44,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# in_root ROOT CMD...: CMD in the chroot, with /dev and /proc mounted in a
-# mount namespace of its own and a clean environment.
+# in_root ROOT CMD...: CMD in the chroot, with the host's /dev (unless
+# OWN_DEV=1: the root's own) and /proc mounted in a mount namespace of its
+# own, and a clean environment.
 in_root() {
 	local root=$1
 	shift
 	unshare --mount --propagation private -- sh -c '
-		r=$1; shift
-		mount --rbind /dev "$r/dev" && mount -t proc proc "$r/proc" &&
+		r=$1 own_dev=$2; shift 2
+		if [ "$own_dev" != 1 ]; then mount --rbind /dev "$r/dev" || exit 1; fi
+		mount -t proc proc "$r/proc" &&
 		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"
-	' sh "$root" "$@"
+	' sh "$root" "${OWN_DEV:-0}" "$@"
 }
 
 # The man page renders without a warning from man or groff.
@@ -193,11 +195,14 @@ fresh_root() {
 }
 
 # A fake sysfs with one sroce device (sroce_abi_version as the module
-# writes it) and a shim that makes libibverbs' netlink device query fail,
-# so it lists the fake devices: the root's libibverbs, reading the root's
+# writes it), its character device node in the root's own /dev, and a
+# shim that makes libibverbs' netlink device query fail, so it lists the
+# fake devices: the root's libibverbs, reading the root's
 # /etc/libibverbs.d, must load the provider for "ibv_devices" to show it.
 fake_device() {
 	local root=$1 s=$1/tmp/sys
+	mkdir -p "$root/dev/infiniband"
+	mknod "$root/dev/infiniband/uverbs0" c 231 192 || return 1
 	local uv=$s/class/infiniband_verbs/uverbs0 ib=$s/class/infiniband/sroce0
 	mkdir -p "$uv" "$ib/ports/1/gids" "$ib/ports/1/gid_attrs/types"
 	echo 6 >"$s/class/infiniband_verbs/abi_version"
@@ -234,7 +239,7 @@ C
 
 ibv_devices_sees_sroce() {
 	local root=$1 o
-	o=$(in_root "$root" env SYSFS_PATH=/tmp/sys LD_PRELOAD=/tmp/nonl.so ibv_devices 2>&1)
+	o=$(OWN_DEV=1 in_root "$root" env SYSFS_PATH=/tmp/sys LD_PRELOAD=/tmp/nonl.so ibv_devices 2>&1)
 	if grep -q '^ *sroce0 ' <<<"$o" && ! grep -qi "couldn't load driver\|warning" <<<"$o"; then
 		return 0
 	fi
