@@ -90,7 +90,7 @@ dkms_expected() {
 	{
 		printf '%s\n' usr/share/doc/sroce-dkms/changelog.gz usr/share/doc/sroce-dkms/copyright
 		printf "$s/%s\n" Makefile Kbuild dkms.conf
-		git ls-files kernel/Kbuild 'kernel/*.[ch]' 'uapi/*.h' | sed "s|^|$s/|"
+		git ls-files --cached --others --exclude-standard kernel/Kbuild 'kernel/*.[ch]' 'uapi/*.h' | sed "s|^|$s/|"
 	} | sort
 }
 

@@ -10,17 +10,26 @@
 # them with the root's libibverbs and run ibv_rc_pingpong between them.
 # TAP.
 #
-#   tests/matrix/deb-install.sh SUITE SROCE_DKMS_DEB LIBSROCE1_DEB
+#   tests/matrix/deb-install.sh [--kernel KVER] SUITE SROCE_DKMS_DEB LIBSROCE1_DEB
 #
+# --kernel KVER: the root gets linux-image-KVER and its headers instead of
+# SUITE's default kernel (tools/matrix/root SUITE vm-KVER), e.g.
+#   tests/matrix/deb-install.sh --kernel 6.12.113+deb12-amd64 bookworm \
+#       build/deb/sroce-dkms_*_all.deb build/deb/libsroce1_*_amd64.deb
 # The libsroce1 must be built for SUITE's rdma-core (tests/host/60-deb.sh
 # builds one in a trixie root). One VM boot, about a minute under TCG
 # plus the DKMS build.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
-suite=${1:?usage: tests/matrix/deb-install.sh SUITE SROCE_DKMS_DEB LIBSROCE1_DEB}
-dkms_deb=${2:?sroce-dkms .deb}
-lib_deb=${3:?libsroce1 .deb}
+flavour=vm
+if [[ ${1:-} == --kernel ]]; then
+	flavour=vm-${2:?--kernel KVER}
+	shift 2
+fi
+suite=${1:?usage: tests/matrix/deb-install.sh [--kernel KVER] SUITE SROCE_DKMS_DEB LIBSROCE1_DEB}
+dkms_deb=$(realpath "${2:?sroce-dkms .deb}")
+lib_deb=$(realpath "${3:?libsroce1 .deb}")
 export SROCE_CACHE=${SROCE_CACHE:-$repo/build/cache}
 root=$repo/build/deb-vm/$suite
 n=0 failed=0
@@ -41,7 +50,7 @@ echo "1..3"
 rm -rf --one-file-system "$root" 2>/dev/null
 mkdir -p "$(dirname "$root")"
 trap 'rm -rf --one-file-system "$root"' EXIT
-if ! tools/matrix/root "$suite" vm "$root" >"$root.log" 2>&1; then
+if ! tools/matrix/root "$suite" "$flavour" "$root" >"$root.log" 2>&1; then
 	nok "a fresh $suite root with its kernel"
 	diag <"$root.log"
 	exit 1
