@@ -7,7 +7,8 @@
 # root's libibverbs loads the provider, and purging leaves nothing behind.
 #
 #   bookworm  the packages built here (rdma-core 44), linux-headers-amd64
-#             (6.1)
+#             (6.1); then again with the headers of $KVER (default
+#             6.12.113+deb12-amd64, the kernel the VM tests boot)
 #   trixie    the libsroce1 built against rdma-core 44 must be refused;
 #             "make deb" run again inside a trixie build root (its
 #             libibverbs-dev, as a distribution would build it), and its
@@ -117,7 +118,7 @@ pin_of() { echo "libibverbs1 (>= $1), libibverbs1 (<< $(($1 + 1)))"; }
 
 # ---- the packages ------------------------------------------------------------
 
-echo "1..20"
+echo "1..25"
 ver=$(tools/deb --version)
 t0=$SECONDS
 log=$(nice -n 10 make -s deb 2>&1)
@@ -317,6 +318,16 @@ else
 fi
 rm -rf --one-file-system "$work/bookworm"
 
+# -- bookworm with the kernel the VM tests boot (KVER, 6.12 from
+# bookworm-security) instead of the stock 6.1
+kv=${KVER:-6.12.113+deb12-amd64}
+if fresh_root bookworm "base-$kv" bookworm-kv; then
+	lib_in_root=1 install_and_purge "bookworm $kv" "$work/bookworm-kv" "$dkms_deb" "$lib_deb"
+else
+	for ((i = 1; i < 5; i++)); do nok "bookworm $kv: (no root)"; done
+fi
+rm -rf --one-file-system "$work/bookworm-kv"
+
 # -- trixie: refuse the 44 provider, build one there, install
 tx_lib= tx_dkms=
 if fresh_root trixie build trixie-build; then
@@ -368,6 +379,6 @@ else
 	for ((i = 1; i < 5; i++)); do nok "trixie: (no root)"; done
 fi
 
-# The plan line counts: 8 package points, 5 bookworm, 2 + 5 trixie.
-[[ $n -eq 20 ]] || echo "# ran $n points"
+# The plan line counts: 8 package points, 5 + 5 bookworm, 2 + 5 trixie.
+[[ $n -eq 25 ]] || echo "# ran $n points"
 [[ $failed -eq 0 ]]

@@ -103,6 +103,7 @@ else
 fi
 if [[ $rc -eq 0 && $o == *"guest-result fail=0"* ]] && grep -q 'bytes in .* seconds' <<<"$o"; then
 	ok "$suite $kver: ibv_rc_pingpong between the two devices"
+	grep 'bytes in .* seconds' <<<"$o" | diag
 else
 	nok "$suite $kver: ibv_rc_pingpong between the two devices (vm rc $rc)"
 	tail -30 <<<"$o" | diag
