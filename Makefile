@@ -12,6 +12,9 @@
 #                      build/fuzz/sroce_parse_fuzz (tests/fuzz)
 #   make install       module -> /lib/modules/$(KVER)/updates, provider ->
 #                      libibverbs' provider dir, driver file -> /etc/libibverbs.d
+#   make deb           Debian packages (debian/, dpkg-buildpackage) versioned
+#                      from git: build/deb/sroce-dkms_<v>_all.deb (DKMS) and
+#                      libsroce1_<v>_amd64.deb (provider, sroce(7)); tools/deb
 #
 # KDIR selects the kernel to build against (default: Debian's 6.12 headers).
 #
@@ -48,7 +51,7 @@ DESTDIR	?=
 .PHONY: all module provider tools ktest install install-module install-provider \
 	check check-host check-vm demo bench bench-tool deps stage clean clean-module \
 	debug-kernel debug-src debug-modules debug-vm check-debug soak clean-debug-kernel \
-	fuzz-parse
+	fuzz-parse deb
 
 all: module provider tools ktest
 
@@ -89,6 +92,9 @@ install-provider: provider
 
 deps:
 	tools/deps
+
+deb:
+	tools/deb
 
 # Module indexes for the test VM (depmod on the host; see the script).
 stage: module
