@@ -17,6 +17,7 @@
 #include <linux/hrtimer.h>
 #include <linux/mm.h>
 #include <linux/timer.h>
+#include <linux/workqueue.h>
 #include <net/ipv6.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_umem.h>
@@ -53,6 +54,14 @@ static inline int timer_delete_sync(struct timer_list *timer)
 /* from_timer() became timer_container_of() (6.16). */
 #ifndef timer_container_of
 #define timer_container_of(var, timer, field) from_timer(var, timer, field)
+#endif
+
+/*
+ * A workqueue says whether it is per-CPU (WQ_PERCPU, 6.17, backported to
+ * 6.12) or unbound; 7.x warns when it says neither. Per-CPU was the default.
+ */
+#ifndef SROCE_HAVE_WQ_PERCPU
+#define WQ_PERCPU 0
 #endif
 
 /* hrtimer_init() + ->function became hrtimer_setup() (6.13). */

@@ -86,7 +86,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 {
 	struct sroce_dev *sdev = to_sdev(ibdev);
 
-	if (udata->inlen || udata->outlen)
+	/* ib_core's own query (registration) has no udata since 7.x */
+	if (udata && (udata->inlen || udata->outlen))
 		return -EINVAL;
 
 	memset(attr, 0, sizeof(*attr));
