@@ -138,7 +138,7 @@ debug-kernel:
 debug-src:
 	@test -f $(DK)/krel || { echo "no debug kernel: make debug-kernel first" >&2; exit 1; }
 	@mkdir -p $(DK)/sroce
-	rsync -a -R --prune-empty-dirs --include='*/' --include='*.[ch]' \
+	rsync -a -R --prune-empty-dirs --exclude='*.mod.c' --include='*/' --include='*.[ch]' \
 		--include=Kbuild --exclude='*' Kbuild kernel uapi tests/kmod tests/kunit \
 		$(DK)/sroce/
 

@@ -18,6 +18,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "sroce-abi.h"
+#include "sroce_compat.h"
 #include "sroce_queue.h"
 #include "sroce_task.h"
 
@@ -562,8 +563,7 @@ bool sroce_mr_unhook(struct sroce_dev *sdev, struct sroce_mr *mr);
 
 /* sroce_mr.c */
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
-struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata);
+/* sroce_reg_user_mr(): in sroce_compat.h */
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *ibpd, struct ib_udata *udata);
@@ -607,9 +607,9 @@ void sroce_mcast_cleanup(struct sroce_dev *sdev);
 
 /* sroce_cq.c */
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct uverbs_attr_bundle *attrs);
+		    struct sroce_create_cq_arg *arg);
 int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
-int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+/* sroce_resize_cq(): in sroce_compat.h */
 int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,

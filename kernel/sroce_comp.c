@@ -129,7 +129,7 @@ bool sroce_comp_retire(struct sroce_qp *qp)
 	}
 	if (qp->sq.cons == comp->sent ||
 	    sroce_psn_diff(comp->max_psn, comp->una) <= 0)
-		del_timer(&qp->retrans_timer);
+		timer_delete(&qp->retrans_timer);
 	return false;
 }
 
@@ -252,7 +252,7 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 		 * The responder is alive: the back-off is not a timeout.
 		 * The requester re-arms the timer when it resends.
 		 */
-		del_timer(&qp->retrans_timer);
+		timer_delete(&qp->retrans_timer);
 		comp->retry_left = qp->attr.retry_cnt;
 		/*
 		 * An hrtimer: the RNR timers that matter (0.01 to 1 ms) are
@@ -465,7 +465,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 /* No progress for a whole timeout: go back, or give up. */
 void sroce_comp_retrans_timer(struct timer_list *t)
 {
-	struct sroce_qp *qp = from_timer(qp, t, retrans_timer);
+	struct sroce_qp *qp = timer_container_of(qp, t, retrans_timer);
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_comp *comp = &qp->comp;
 	unsigned long flags;

@@ -36,9 +36,9 @@ static int sroce_cq_check_size(struct sroce_dev *sdev, unsigned int cqe)
 }
 
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct uverbs_attr_bundle *attrs)
+		    struct sroce_create_cq_arg *arg)
 {
-	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+	struct ib_udata *udata = sroce_create_cq_udata(arg);
 	struct sroce_dev *sdev = to_sdev(ibcq->device);
 	struct sroce_cq *cq = to_scq(ibcq);
 	struct sroce_create_cq_resp resp = {};
@@ -105,7 +105,8 @@ int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  * user CQ gets a new mapping (the provider remaps; the old pages stay
  * valid until it unmaps them).
  */
-int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+int sroce_resize_cq(struct ib_cq *ibcq, unsigned int cqe,
+		    struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibcq->device);
 	struct sroce_cq *cq = to_scq(ibcq);
@@ -115,7 +116,7 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	int err, used;
 	u32 i;
 
-	if (cqe < 0 || (cq->is_user && !udata))
+	if (cq->is_user && !udata)
 		return -EINVAL;
 	err = sroce_cq_check_size(sdev, cqe);
 	if (err)

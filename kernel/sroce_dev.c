@@ -86,7 +86,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 {
 	struct sroce_dev *sdev = to_sdev(ibdev);
 
-	if (udata->inlen || udata->outlen)
+	/* ib_core's own query (registration) has no udata since 7.x */
+	if (udata && (udata->inlen || udata->outlen))
 		return -EINVAL;
 
 	memset(attr, 0, sizeof(*attr));
@@ -417,10 +418,11 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.query_port = sroce_query_port,
 	.query_qp = sroce_query_qp,
 	.query_srq = sroce_query_srq,
-	.reg_user_mr = sroce_reg_user_mr,
 	.req_notify_cq = sroce_req_notify_cq,
 	.rereg_user_mr = sroce_rereg_user_mr,
-	.resize_cq = sroce_resize_cq,
+	/* their form differs by kernel (sroce_compat.h) */
+	SROCE_OPS_REG_USER_MR,
+	SROCE_OPS_RESIZE_CQ,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),

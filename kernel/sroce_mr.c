@@ -276,7 +276,7 @@ static int sroce_mr_pin(struct sroce_mr *mr, struct ib_device *ibdev,
 	struct ib_umem *umem;
 	size_t n = 0;
 
-	umem = ib_umem_get(ibdev, start, length, access);
+	umem = ib_umem_get_va(ibdev, start, length, access);
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
 
@@ -327,10 +327,14 @@ static struct sroce_mr *sroce_mr_new_user(struct ib_pd *ibpd, u64 start,
 }
 
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata)
+				u64 iova, int access, struct ib_dmah *dmah,
+				struct ib_udata *udata)
 {
-	struct sroce_mr *mr = sroce_mr_new_user(ibpd, start, length, iova,
-						access);
+	struct sroce_mr *mr;
+
+	if (dmah)
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = sroce_mr_new_user(ibpd, start, length, iova, access);
 
 	return IS_ERR(mr) ? ERR_CAST(mr) : &mr->ibmr;
 }

@@ -36,7 +36,6 @@
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
-#include <net/ipv6_stubs.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_cache.h>
 #include <net/netns/generic.h>
@@ -322,8 +321,8 @@ static struct dst_entry *sroce_route6(struct sroce_dev *sdev,
 		return ERR_PTR(-EAFNOSUPPORT);
 	fl6.saddr = saddr;
 	memcpy(&fl6.daddr, av->dgid.raw, sizeof(fl6.daddr));
-	dst = ipv6_stub->ipv6_dst_lookup_flow(dev_net(sdev->ndev), sock->sk,
-					      &fl6, NULL);
+	dst = sroce_ip6_dst_lookup_flow(dev_net(sdev->ndev), sock->sk, &fl6,
+					NULL);
 	if (IS_ERR(dst))
 		return dst;
 	if (dst->error) {
@@ -806,16 +805,16 @@ static struct socket *sroce_udp_open(struct net *net, struct sroce_netns *sn,
 	err = udp_sock_create(net, &udp_cfg, &sock);
 	if (err)
 		return ERR_PTR(err);
-	setup_udp_tunnel_sock(net, sock, &tnl_cfg);
+	sroce_setup_udp_tunnel_sock(net, sock, &tnl_cfg);
 	return sock;
 }
 
 static void sroce_udp_close(struct sroce_netns *sn)
 {
 	if (sn->sock6)
-		udp_tunnel_sock_release(sn->sock6);
+		sroce_udp_tunnel_sock_release(sn->sock6);
 	if (sn->sock4)
-		udp_tunnel_sock_release(sn->sock4);
+		sroce_udp_tunnel_sock_release(sn->sock4);
 	sn->sock4 = NULL;
 	sn->sock6 = NULL;
 }

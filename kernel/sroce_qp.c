@@ -251,8 +251,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	sroce_task_init(&qp->req_task, sroce_req_pass);
 	sroce_task_init(&qp->resp_task, sroce_resp_tx_pass);
 	timer_setup(&qp->retrans_timer, sroce_comp_retrans_timer, 0);
-	hrtimer_init(&qp->rnr_timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
-	qp->rnr_timer.function = sroce_comp_rnr_timer;
+	hrtimer_setup(&qp->rnr_timer, sroce_comp_rnr_timer, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_ABS_SOFT);
 	qp->state = IB_QPS_RESET;
 	qp->mtu = 256;
 	qp->scq = to_scq(init->send_cq);
@@ -440,7 +440,7 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 		sroce_qp_retire_send(qp, IB_WC_WR_FLUSH_ERR);
 	/* The completer and requester stop here; RESET starts them over. */
 	qp->sq_flushed = true;
-	del_timer(&qp->retrans_timer);
+	timer_delete(&qp->retrans_timer);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
 	if (qp->srq)
@@ -490,7 +490,7 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	unsigned long flags;
 
 	/* Passes that start now see RESET; wait out those running. */
-	del_timer_sync(&qp->retrans_timer);
+	timer_delete_sync(&qp->retrans_timer);
 	hrtimer_cancel(&qp->rnr_timer);
 	sroce_task_sync(&qp->req_task);
 	sroce_task_sync(&qp->resp_task);
@@ -805,7 +805,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_task_stop(&qp->req_task);
 	sroce_task_stop(&qp->resp_task);
 	sroce_qp_unpublish(sdev, qp);
-	del_timer_sync(&qp->retrans_timer);
+	timer_delete_sync(&qp->retrans_timer);
 	hrtimer_cancel(&qp->rnr_timer);
 
 	sroce_qp_free_transport(qp);

@@ -12,6 +12,7 @@
 #include <linux/moduleparam.h>
 #include <linux/sched.h>
 
+#include "sroce_compat.h"
 #include "sroce_task.h"
 
 #define SROCE_TASK_MAX_PASSES	16
@@ -243,7 +244,8 @@ void sroce_task_stop(struct sroce_task *task)
 
 int sroce_task_wq_init(void)
 {
-	sroce_wq = alloc_workqueue("sroce", WQ_MEM_RECLAIM | WQ_HIGHPRI, 0);
+	sroce_wq = alloc_workqueue("sroce",
+				   WQ_MEM_RECLAIM | WQ_HIGHPRI | WQ_PERCPU, 0);
 	if (!sroce_wq)
 		return -ENOMEM;
 	sroce_linger_wq = alloc_workqueue("sroce_linger",

@@ -17,7 +17,7 @@ if [[ ! -x $cp_dir/scripts/checkpatch.pl ]]; then
 		echo "1..1"; echo "not ok 1 - extract checkpatch.pl from $tarball"; exit 1; }
 fi
 
-files=($(ls "$repo"/kernel/*.[ch] "$repo"/uapi/*.h "$repo"/tests/kmod/*.c "$repo"/tests/kunit/*.c | grep -v "\.mod\.c$"))
+files=($(ls "$repo"/kernel/*.[ch] "$repo"/kernel/compat/*/*.h "$repo"/kernel/probe/*.c "$repo"/uapi/*.h "$repo"/tests/kmod/*.c "$repo"/tests/kunit/*.c | grep -v "\.mod\.c$"))
 echo "1..${#files[@]}"
 n=0 failed=0
 for f in "${files[@]}"; do

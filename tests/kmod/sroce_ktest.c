@@ -319,12 +319,35 @@ out:
 	ib_free_cq(cq);
 }
 
+/*
+ * The device is found as a ULP finds devices: an ib_client's add() sees
+ * every registered one (during ib_register_client()) and keeps a
+ * reference to the one named dev.
+ */
+static struct ib_device *ktest_dev;
+
+static int ktest_client_add(struct ib_device *ibdev)
+{
+	if (!ktest_dev && !strcmp(dev_name(&ibdev->dev), dev) &&
+	    ib_device_try_get(ibdev))
+		ktest_dev = ibdev;
+	return -EOPNOTSUPP;	/* no client data: remove() is not called */
+}
+
+static struct ib_client ktest_client = {
+	.name = "sroce_ktest",
+	.add = ktest_client_add,
+};
+
 static int __init sroce_ktest_init(void)
 {
 	struct ib_device *ibdev;
 	struct ib_pd *pd;
 
-	ibdev = ib_device_get_by_name(dev, RDMA_DRIVER_UNKNOWN);
+	if (ib_register_client(&ktest_client))
+		return -ENODEV;
+	ib_unregister_client(&ktest_client);
+	ibdev = ktest_dev;
 	if (!ktest_check(ibdev, "find the device"))
 		return -ENODEV;
 	pd = ib_alloc_pd(ibdev, 0);

@@ -48,6 +48,14 @@ if tap_check "veth init_net <-> netns" vm_veth_initns_and_ns vsmoke0 smoke_c eth
 else
 	tap_skip "rdma link add rxe on veth" "no veth"
 fi
-tap_check "rmmod rdma_rxe and ib_core" modprobe -r rdma_rxe ib_core
+# ib_core may have loaded modules of its own for the device (7.x: ib_uverbs
+# and ib_uverbs_support, which rdma_rxe no longer depends on): they go too.
+tap_check "rmmod rdma_rxe and ib_core" bash -c '
+	modprobe -r rdma_rxe || exit
+	for m in $(ls /sys/module/ib_core/holders 2>/dev/null); do
+		[ ! -d /sys/module/$m ] || modprobe -r $m || exit
+	done
+	[ ! -d /sys/module/ib_core ] || modprobe -r ib_core || exit
+	[ ! -d /sys/module/ib_core ]'
 
 tap_done

@@ -11,10 +11,14 @@ SROCE_REPO=${SROCE_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 KREL=$(uname -r)
 # The modules built for the running kernel and their staged indexes
 # (tools/stage-modules): the debug test kernel (tools/debug-kernel) has its
-# own build in build/debug-kernel.
+# own build in build/debug-kernel, another kernel of the matrix
+# (tools/matrix/build, tools/vm/run --kernel NAME) in build/matrix/<KREL>.
 if [[ $KREL == *-sroce-debug ]]; then
 	SROCE_KBUILD=${SROCE_KBUILD:-$SROCE_REPO/build/debug-kernel/sroce}
 	SROCE_MODSTAGE=${SROCE_MODSTAGE:-$SROCE_REPO/build/debug-kernel/modstage}
+elif [[ -f $SROCE_REPO/build/matrix/$KREL/kernel.env ]]; then
+	SROCE_KBUILD=${SROCE_KBUILD:-$SROCE_REPO/build/matrix/$KREL/sroce}
+	SROCE_MODSTAGE=${SROCE_MODSTAGE:-$SROCE_REPO/build/matrix/$KREL/modstage}
 else
 	SROCE_KBUILD=${SROCE_KBUILD:-$SROCE_REPO}
 	SROCE_MODSTAGE=${SROCE_MODSTAGE:-$SROCE_REPO/build/vm/modstage}

@@ -102,6 +102,26 @@ vm_use_debug_kernel() {
 		vm_msg "warning: the debug kernel is older than tools/debug-kernel{,.config}: make debug-kernel"
 }
 
+# --kernel NAME: a kernel of the support matrix (tools/matrix/kernel: 6.1,
+# 6.12, trixie, newest), fetched and unpacked once into $SROCE_CACHE/kernels,
+# with sroce and the test modules built for it and staged
+# (tools/matrix/build; incremental), booted with its own modules.
+# Anything else is a bzImage path.
+vm_set_kernel() {
+	local env kver vmlinuz moddir
+	case $1 in
+	6.1 | 6.12 | trixie | newest) ;;
+	*) VM_KERNEL=$1; return 0 ;;
+	esac
+	env=$("$VM_TOOLS_REPO/tools/matrix/build" "$1") || vm_die "tools/matrix/build $1 failed"
+	# shellcheck disable=SC2154 # set by the eval
+	read -r kver vmlinuz moddir < <(eval "$env" && echo "$KVER $VMLINUZ $MODDIR")
+	[ -n "$vmlinuz" ] || vm_die "tools/matrix/build $1: no kernel"
+	VM_KERNEL=$vmlinuz
+	VM_MODDIR=$moddir
+	VM_ENV+=("VM_EXPECT_KVER=$kver") # tests/vm/00-vm-smoke.sh
+}
+
 # Kernel release string from a bzImage's setup header.
 vm_kernel_version() {
 	local k=$1 off s
