@@ -10,7 +10,7 @@ kver=${KVER:-6.12.113+deb12-amd64}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-echo "1..2"
+echo "1..3"
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$repo/dkms.conf")
 src=$tmp/src/sroce-$ver
 mkdir -p "$src" "$tmp/tree"
@@ -34,5 +34,19 @@ else
 	echo "not ok 2 - the built module is for $kver"
 	find "$tmp/tree" -maxdepth 6 | sed 's/^/# /' | tail -20
 	exit 1
+fi
+
+# The same sources (no tests/) on a kernel with CONFIG_KUNIT, as some
+# distributions build theirs: the KUnit suites stay out, the build works.
+# (CONFIG_KUNIT=y on kbuild's command line stands in for such a kernel.)
+kdir=/lib/modules/$kver/build
+cp -r "$src" "$tmp/kunit"
+if out=$(make -C "$kdir" M="$tmp/kunit" CONFIG_KUNIT=y modules 2>&1) &&
+	[[ -f $tmp/kunit/kernel/sroce.ko ]]; then
+	echo "ok 3 - the packaged sources build on a kernel with CONFIG_KUNIT"
+else
+	echo "not ok 3 - the packaged sources build on a kernel with CONFIG_KUNIT"
+	sed 's/^/# /' <<<"$out" | tail -10
+	rc=1
 fi
 [[ $rc -eq 0 ]]
