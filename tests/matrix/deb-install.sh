@@ -16,7 +16,7 @@
 # SUITE's default kernel (tools/matrix/root SUITE vm-KVER), e.g.
 #   tests/matrix/deb-install.sh --kernel 6.12.113+deb12-amd64 bookworm \
 #       build/deb/sroce-dkms_*_all.deb build/deb/libsroce1_*_amd64.deb
-# The libsroce1 must be built for SUITE's rdma-core (tests/host/70-deb.sh
+# The libsroce1 must be built for SUITE's rdma-core (tests/matrix/deb.sh
 # builds one in a trixie root). One VM boot, about a minute under TCG
 # plus the DKMS build.
 set -uo pipefail
