@@ -191,6 +191,10 @@ tap_diag "$(userspace)"
 
 # Device life cycle.
 check "module loads (provider installed)" sroce_load
+if [ -n "$SROCE_USERROOT" ]; then
+	tap_diag "provider: $(cat "$SROCE_USERROOT/etc/libibverbs.d/sroce.driver")," \
+		"$(cd "$SROCE_USERROOT" && ls -d usr/lib/*/libibverbs/libsroce-*)"
+fi
 vm_netns_pair nsA nsB 10.77.0.1 10.77.0.2 1500 || tap_bail "set-up: nsA/nsB"
 check "rdma link add sroce0 type sroce netdev vethA" \
 	ip netns exec nsA rdma link add sroce0 type sroce netdev vethA
