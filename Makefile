@@ -15,6 +15,10 @@
 #   make deb           Debian packages (debian/, dpkg-buildpackage) versioned
 #                      from git: build/deb/sroce-dkms_<v>_all.deb (DKMS) and
 #                      libsroce1_<v>_amd64.deb (provider, sroce(7)); tools/deb
+#   make check-matrix  the support matrix (tools/matrix/check): each kernel
+#                      (6.1, 6.12, trixie, newest) booted once with its
+#                      rdma-core (44, 44, 56.1, 65), the smoke suite
+#                      tests/matrix/smoke.sh; MATRIX='trixie newest' for some
 #
 # KDIR selects the kernel to build against (default: Debian's 6.12 headers).
 #
@@ -49,7 +53,7 @@ BUILD	:= $(CURDIR)/build
 DESTDIR	?=
 
 .PHONY: all module provider tools ktest install install-module install-provider \
-	check check-host check-vm demo bench bench-tool deps stage clean clean-module \
+	check check-host check-vm check-matrix demo bench bench-tool deps stage clean clean-module \
 	debug-kernel debug-src debug-modules debug-vm check-debug soak clean-debug-kernel \
 	fuzz-parse deb
 
@@ -109,6 +113,9 @@ check-host: all
 
 check-vm: all stage
 	tools/check --vm-only
+
+check-matrix: all
+	tools/matrix/check $(MATRIX)
 
 demo: all stage
 	tools/demo

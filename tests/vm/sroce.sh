@@ -28,6 +28,20 @@ SROCE_KTEST_KO=${SROCE_KTEST_KO:-$SROCE_KBUILD/tests/kmod/sroce_ktest.ko}
 SROCE_PROVIDER=${SROCE_PROVIDER:-$SROCE_REPO/build/provider/libsroce}
 SROCE_BIN=${SROCE_BIN:-$SROCE_REPO/build/tests}
 
+# SROCE_USERROOT=DIR: the RDMA userspace of another rdma-core release, a
+# Debian root (tools/matrix/testroot SUITE: trixie, sid). The programs that
+# sroce_pair, sroce_cm_pair and sroce_user run are then those of DIR, run
+# chrooted in it (in the server's or client's network namespace, entered
+# with nsenter: the guest's /sys, /proc and /dev are bind-mounted into DIR,
+# and so is the repo, at its own path, for the test programs in
+# $SROCE_BIN). The provider built for DIR's release (make -C provider
+# LIBIBVERBS_ROOT=..., default: the build/provider-rdma-core-<release>
+# matching DIR's libibverbs) is installed into DIR's provider directory with
+# a driver file in DIR/etc/libibverbs.d. All of it on the guest's tmpfs
+# overlay: the host's copy of DIR stays as it is.
+SROCE_USERROOT=${SROCE_USERROOT:-}
+SROCE_USERROOT_PROVIDER=${SROCE_USERROOT_PROVIDER:-}
+
 # Install the module where modprobe finds it and the provider where
 # libibverbs finds it (a driver file naming the build by absolute path).
 # The module indexes come from tools/stage-modules (depmod on the host):
@@ -47,6 +61,58 @@ sroce_install() {
 	fi
 	mkdir -p /etc/libibverbs.d
 	echo "driver $SROCE_PROVIDER" >/etc/libibverbs.d/sroce.driver
+	[ -z "$SROCE_USERROOT" ] || sroce_userroot_setup
+}
+
+# The rdma-core release of libibverbs in root $1 (from the library's
+# file name, libibverbs.so.1.<abi>.<release>), e.g. 56.1.
+sroce_root_rdma_core() {
+	local f
+	for f in "$1"/usr/lib/*/libibverbs.so.1.*.* "$1"/usr/lib/libibverbs.so.1.*.*; do
+		[ -e "$f" ] || continue
+		f=${f##*/libibverbs.so.1.}
+		echo "${f#*.}"
+		return 0
+	done
+	return 1
+}
+
+# Make $SROCE_USERROOT usable (once per boot): the mounts, the provider.
+sroce_userroot_setup() {
+	local root=$SROCE_USERROOT prov=$SROCE_USERROOT_PROVIDER rel lib pdir
+	[ -f /run/sroce-userroot.done ] && return 0
+	[ -x "$root/usr/bin/ibv_devices" ] || {
+		echo "sroce_userroot_setup: $root has no ibv_devices (tools/matrix/testroot)" >&2
+		return 1
+	}
+	rel=$(sroce_root_rdma_core "$root") || {
+		echo "sroce_userroot_setup: no libibverbs in $root" >&2
+		return 1
+	}
+	[ -n "$prov" ] || prov=$SROCE_REPO/build/provider-rdma-core-${rel%%.*}
+	lib=$(ls "$prov"/libsroce-rdmav*.so 2>/dev/null | head -n1)
+	[ -n "$lib" ] || {
+		echo "sroce_userroot_setup: no provider for rdma-core $rel in $prov" \
+			"(make -C provider LIBIBVERBS_ROOT=...)" >&2
+		return 1
+	}
+	pdir=$(dirname "$(ls -d "$root"/usr/lib/*/libibverbs/*-rdmav*.so | head -n1)")
+	mountpoint -q "$root/proc" || mount -t proc proc "$root/proc" || return 1
+	mountpoint -q "$root/sys" || mount --rbind /sys "$root/sys" || return 1
+	mountpoint -q "$root/dev" || mount --rbind /dev "$root/dev" || return 1
+	mkdir -p "$root$SROCE_REPO" "$root/tmp"
+	mountpoint -q "$root$SROCE_REPO" || mount --bind "$SROCE_REPO" "$root$SROCE_REPO" || return 1
+	cp "$lib" "$pdir/" || return 1
+	mkdir -p "$root/etc/libibverbs.d"
+	echo "driver sroce" >"$root/etc/libibverbs.d/sroce.driver"
+	echo "sroce_userroot_setup: rdma-core $rel in $root, provider $(basename "$lib") from $prov"
+	touch /run/sroce-userroot.done
+}
+
+# sroce_user CMD...: run an RDMA userspace program in init_net, from
+# $SROCE_USERROOT when set.
+sroce_user() {
+	_sroce_in_ns - "$@"
 }
 
 # SROCE_MODPARAMS: module parameters for the load (e.g. "tx_burst=1").
@@ -156,13 +222,29 @@ sroce_two_devices() {
 	SROCE_GID_B=$(sroce_wait_gid sroce1 "$(sroce_ipv4_gid 10.77.0.2)")
 }
 
-# The interop set-up: rxe0 on vethA in init_net (10.77.0.1; the only
-# place rxe 6.12 works), sroce1 on vethB in nsB (10.77.0.2), MTU
-# ${1:-1500}. GID_RXE and GID_SROCE are their RoCE v2 IPv4 GIDs.
+# Where the interop set-up puts rdma_rxe: "-" (init_net, the only place
+# rxe 6.x routes and receives) or nsA (rxe 7.2 works in network namespaces:
+# rxe_ns.c). Default: nsA on kernels 7 and later.
+if [ -z "${SROCE_RXE_NS:-}" ]; then
+	SROCE_RXE_NS=-
+	[ "${KREL%%.*}" -lt 7 ] 2>/dev/null || SROCE_RXE_NS=nsA
+fi
+
+# The interop set-up: rxe0 on vethA in $SROCE_RXE_NS (10.77.0.1), sroce1
+# on vethB in nsB (10.77.0.2), MTU ${1:-1500}. GID_RXE and GID_SROCE are
+# their RoCE v2 IPv4 GIDs.
 sroce_rxe_pair() {
-	vm_veth_initns_and_ns vethA nsB vethB 10.77.0.1 10.77.0.2 "${1:-1500}" &&
+	if [ "$SROCE_RXE_NS" = - ]; then
+		vm_veth_initns_and_ns vethA nsB vethB 10.77.0.1 10.77.0.2 "${1:-1500}"
+	else
+		vm_netns_pair "$SROCE_RXE_NS" nsB 10.77.0.1 10.77.0.2 "${1:-1500}"
+	fi &&
 	modprobe rdma_rxe &&
-	rdma link add rxe0 type rxe netdev vethA &&
+	if [ "$SROCE_RXE_NS" = - ]; then
+		rdma link add rxe0 type rxe netdev vethA
+	else
+		ip netns exec "$SROCE_RXE_NS" rdma link add rxe0 type rxe netdev vethA
+	fi &&
 	sroce_load &&
 	ip netns exec nsB rdma link add sroce1 type sroce netdev vethB &&
 	GID_RXE=$(sroce_wait_gid rxe0 "$(sroce_ipv4_gid 10.77.0.1)") &&
@@ -174,11 +256,11 @@ sroce_rxe_pair() {
 # init_net, as sroce_pair takes it).
 sroce_rxe_sides() {
 	if [ "$1" = rxe ]; then
-		S_NS=- S_DEV=rxe0 S_GID=$GID_RXE S_IP=10.77.0.1
+		S_NS=$SROCE_RXE_NS S_DEV=rxe0 S_GID=$GID_RXE S_IP=10.77.0.1
 		C_NS=nsB C_DEV=sroce1 C_GID=$GID_SROCE C_IP=10.77.0.2
 	else
 		S_NS=nsB S_DEV=sroce1 S_GID=$GID_SROCE S_IP=10.77.0.2
-		C_NS=- C_DEV=rxe0 C_GID=$GID_RXE C_IP=10.77.0.1
+		C_NS=$SROCE_RXE_NS C_DEV=rxe0 C_GID=$GID_RXE C_IP=10.77.0.1
 	fi
 }
 
@@ -339,10 +421,22 @@ _sroce_pair_once() {
 	fi
 }
 
+# _sroce_in_ns NS CMD...: CMD in network namespace NS ("-" = init_net);
+# chrooted in $SROCE_USERROOT when set.
 _sroce_in_ns() {
 	local ns=$1
 	shift
-	if [ "$ns" = - ]; then "$@"; else ip netns exec "$ns" "$@"; fi
+	if [ -n "$SROCE_USERROOT" ]; then
+		if [ "$ns" = - ]; then
+			chroot "$SROCE_USERROOT" "$@"
+		else
+			nsenter --net="/run/netns/$ns" chroot "$SROCE_USERROOT" "$@"
+		fi
+	elif [ "$ns" = - ]; then
+		"$@"
+	else
+		ip netns exec "$ns" "$@"
+	fi
 }
 
 # sroce_counters_nonzero DEV NAME...: every named hw counter of DEV is > 0.
