@@ -103,8 +103,27 @@ static inline uint16_t cqe_slid(const struct sroce_cqe *c)
 	return c->slid;
 }
 
+// The SL of a RoCE receive that came with a GRH carries the packet type,
+// as hardware RoCE NICs report it (mlx5's CQE: bit 3 "UDP/IP
+// encapsulated", bits 2:0 the L3 header: 0 GRH, 1 IPv6, 2 IPv4).  UCX
+// 1.13-1.18's ud_verbs reads it to find the destination address in the
+// 40-byte GRH area and drops, silently, a packet whose address it cannot
+// find there: with SL 0 every RoCE v2 IPv4 packet.  RoCE has no SL on the
+// wire, so nothing else is lost.
+inline constexpr uint8_t kSlPacketTypeUdp = 0x8;
+inline constexpr uint8_t kSlPacketTypeIpv6 = 0x1;
+inline constexpr uint8_t kSlPacketTypeIpv4 = 0x2;
+
 static inline uint8_t cqe_sl(const struct sroce_cqe *c)
 {
+	if (c->wc_flags & SROCE_WC_F_GRH) {
+		switch (c->network_hdr_type) {
+		case SROCE_NETWORK_IPV4:
+			return kSlPacketTypeUdp | kSlPacketTypeIpv4;
+		case SROCE_NETWORK_IPV6:
+			return kSlPacketTypeUdp | kSlPacketTypeIpv6;
+		}
+	}
 	return c->sl;
 }
 

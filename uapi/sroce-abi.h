@@ -193,6 +193,15 @@ struct sroce_recv_wqe {
 #define SROCE_WC_F_IP_CSUM_OK	(1U << 2)
 #define SROCE_WC_F_WITH_INV	(1U << 3)
 
+/*
+ * network_hdr_type of a receive with SROCE_WC_F_GRH: the kernel's enum
+ * rdma_network_type values for the headers the packet came with (the GRH
+ * area holds an IPv6 header, or 20 zero bytes and an IPv4 header).
+ */
+#define SROCE_NETWORK_ROCE_V1	1
+#define SROCE_NETWORK_IPV4	2
+#define SROCE_NETWORK_IPV6	3
+
 struct sroce_cqe {
 	__aligned_u64 wr_id;
 	__u8 status;

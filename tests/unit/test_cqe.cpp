@@ -63,7 +63,7 @@ TEST(Cqe, DecodesEveryField)
 	EXPECT_EQ(wc.wc_flags, unsigned(IBV_WC_GRH | IBV_WC_WITH_IMM));
 	EXPECT_EQ(wc.pkey_index, 0x1234);
 	EXPECT_EQ(wc.slid, 0x4321);
-	EXPECT_EQ(wc.sl, 0x5);
+	EXPECT_EQ(wc.sl, 0x9);	// GRH + IPv6: the packet type, not c.sl
 	EXPECT_EQ(wc.dlid_path_bits, 0x7f);
 }
 
@@ -167,9 +167,37 @@ TEST(Cqe, PerFieldAccessors)
 	EXPECT_EQ(cqe_wc_flags(&c), unsigned(IBV_WC_GRH | IBV_WC_WITH_IMM));
 	EXPECT_EQ(cqe_pkey_index(&c), 0x1234);
 	EXPECT_EQ(cqe_slid(&c), 0x4321);
-	EXPECT_EQ(cqe_sl(&c), 5);
+	EXPECT_EQ(cqe_sl(&c), 0x9);
 	EXPECT_EQ(cqe_dlid_path_bits(&c), 0x7f);
 	EXPECT_EQ(cqe_timestamp(&c), 0x8877665544332211ull);
+}
+
+// A RoCE v2 receive with a GRH reports its packet type in the SL as
+// hardware does (0x8 UDP | 0x2 IPv4 or 0x1 IPv6): UCX's ud_verbs finds the
+// destination address in the GRH area by it.  Anything else keeps its SL.
+TEST(Cqe, SlCarriesRocePacketType)
+{
+	struct sroce_cqe c = sample_cqe();
+	struct ibv_wc wc = poisoned_wc();
+
+	c.network_hdr_type = SROCE_NETWORK_IPV4;
+	decode_cqe(&c, &wc);
+	EXPECT_EQ(wc.sl, 0xa);
+	EXPECT_EQ(cqe_sl(&c), 0xa);
+	EXPECT_EQ(wc.sl & 0x7, 2);	// what UCX 1.13 tests: IPv4
+
+	c.network_hdr_type = SROCE_NETWORK_IPV6;
+	decode_cqe(&c, &wc);
+	EXPECT_EQ(wc.sl, 0x9);
+
+	c.wc_flags = IBV_WC_WITH_IMM;	// no GRH (an RC receive)
+	decode_cqe(&c, &wc);
+	EXPECT_EQ(wc.sl, 0x5);
+
+	c.wc_flags = IBV_WC_GRH;	// a type this provider does not know
+	c.network_hdr_type = 0x77;
+	decode_cqe(&c, &wc);
+	EXPECT_EQ(wc.sl, 0x5);
 }
 
 TEST(Cqe, PollThroughConsumerRing)
