@@ -39,7 +39,11 @@ int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr)
 	av->sgid = sgid_attr->gid;
 	av->dgid = grh->dgid;
 	av->sgid_index = grh->sgid_index;
-	av->flow_label = grh->flow_label;
+	/*
+	 * IBTA's flow label is 20 bits; UCX passes ~0.  Unmasked, it would
+	 * overwrite the IPv6 version (ip6_flow_hdr ORs it into the word).
+	 */
+	av->flow_label = grh->flow_label & IB_GRH_FLOWLABEL_MASK;
 	av->traffic_class = grh->traffic_class;
 	av->hop_limit = grh->hop_limit;
 	av->sl = rdma_ah_get_sl(attr);

@@ -209,6 +209,7 @@ struct options {
 	uint32_t depth = 8;
 	uint64_t max_bytes = 0;
 	int timeout = 14, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 12;
+	uint32_t flow_label = 0;	// the path's GRH flow label, as given
 	int wait_s = 30;
 	int seconds = 0;	// client: run the op set again until this long
 	const char *stop_file = nullptr;	// ... or until this file exists
@@ -966,6 +967,7 @@ void connect_qp()
 	memcpy(a.ah_attr.grh.dgid.raw, S.peer.gid, 16);
 	a.ah_attr.grh.sgid_index = S.gid_index;
 	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.flow_label = S.o.flow_label;
 	a.ah_attr.port_num = S.o.ib_port;
 	if (ibv_modify_qp(S.qp, &a,
 			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -1808,7 +1810,9 @@ void usage(FILE *f)
 		"  --stop-file F     ... or until file F exists\n"
 		"  --inject LIST     deliberate faults, to see the checks fail:\n"
 		"                    corrupt,guard,rkey,imm,skip,short\n"
-		"QP settings: --timeout 14 --retry-cnt 7 --rnr-retry 7 --min-rnr-timer 12\n");
+		"QP settings: --timeout 14 --retry-cnt 7 --rnr-retry 7 --min-rnr-timer 12\n"
+		"             --flow-label N (the path's GRH flow label, default 0;\n"
+		"             UCX sets ~0, which a device must mask to 20 bits)\n");
 }
 
 uint64_t parse_size(const char *s)
@@ -1869,7 +1873,7 @@ int main(int argc, char **argv)
 {
 	enum {
 		O_OPS = 256, O_SEED, O_MAX_SIZE, O_RANDOM, O_MAX_BYTES, O_QUICK, O_INJECT,
-		O_TIMEOUT, O_RETRY, O_RNR_RETRY, O_MIN_RNR, O_SECONDS,
+		O_TIMEOUT, O_RETRY, O_RNR_RETRY, O_MIN_RNR, O_FLOW_LABEL, O_SECONDS,
 		O_STOP_FILE,
 	};
 	static const option longopts[] = {
@@ -1898,6 +1902,7 @@ int main(int argc, char **argv)
 		{"retry-cnt", required_argument, nullptr, O_RETRY},
 		{"rnr-retry", required_argument, nullptr, O_RNR_RETRY},
 		{"min-rnr-timer", required_argument, nullptr, O_MIN_RNR},
+		{"flow-label", required_argument, nullptr, O_FLOW_LABEL},
 		{nullptr, 0, nullptr, 0},
 	};
 	options &o = S.o;
@@ -1929,6 +1934,7 @@ int main(int argc, char **argv)
 		case O_RETRY: o.retry_cnt = atoi(optarg); break;
 		case O_RNR_RETRY: o.rnr_retry = atoi(optarg); break;
 		case O_MIN_RNR: o.min_rnr_timer = atoi(optarg); break;
+		case O_FLOW_LABEL: o.flow_label = strtoul(optarg, nullptr, 0); break;
 		default: usage(stderr); return 2;
 		}
 	}
