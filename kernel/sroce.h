@@ -42,7 +42,8 @@
 #define SROCE_MAX_QP_WR		(1U << 14)
 #define SROCE_MAX_SGE		32
 #define SROCE_MAX_CQ		(1U << 14)
-#define SROCE_MAX_CQE		((1U << 16) - 1)
+/* As mlx5: libfabric's rxm asks for 2^18 (its universe size 1024 x 256). */
+#define SROCE_MAX_CQE		((1U << 22) - 1)
 #define SROCE_MAX_MR		(1U << 18)
 #define SROCE_MAX_SRQ		(1U << 12)
 #define SROCE_MAX_SRQ_WR	(1U << 14)

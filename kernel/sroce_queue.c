@@ -48,7 +48,8 @@ int sroce_queue_init(struct sroce_queue *q, u32 entries, u32 stride, gfp_t gfp)
 
 	memset(q, 0, sizeof(*q));
 	q->size = sroce_queue_bytes(entries, stride);
-	q->hdr = __vmalloc(q->size, gfp | __GFP_ZERO);
+	/* A size users choose: a refusal is their ENOMEM, not a splat. */
+	q->hdr = __vmalloc(q->size, gfp | __GFP_ZERO | __GFP_NOWARN);
 	if (!q->hdr)
 		return -ENOMEM;
 	q->data = (u8 *)q->hdr + SROCE_RING_DATA_OFFSET;

@@ -56,7 +56,7 @@ namespace {
 constexpr uint32_t MAGIC = 0x53434c31; // "SCL1"
 constexpr uint32_t DIR_TO_SERVER = 1, DIR_TO_CLIENT = 2;
 constexpr uint32_t HDR = 12;           // idx, seq, dir at the start of a message
-constexpr uint32_t CQE_CAP = 65535;    // what sroce's query_device reports
+constexpr uint32_t CQE_CAP = 65535;    // enough for any depth this test runs
 
 struct options {
 	bool server = false;

@@ -85,7 +85,7 @@ struct fake_file {
 fake_file g_files[kMaxFd];
 
 // The kernel's limits (kernel/sroce.h).
-constexpr uint32_t kMaxCqe = (1u << 16) - 1;
+constexpr uint32_t kMaxCqe = (1u << 22) - 1;
 constexpr unsigned kMaxCq = 256;	// handles 1..kMaxCq-1
 constexpr unsigned kMaxMr = 4096;	// handles 1..kMaxMr-1
 constexpr unsigned kMaxRings = 512;

@@ -99,7 +99,7 @@ TEST_F(Cq, KernelErrorsComeBackAsErrno)
 	EXPECT_FALSE(ibv_create_cq(ctx_, 0, nullptr, nullptr, 0));
 	EXPECT_EQ(errno, EINVAL);
 	errno = 0;
-	EXPECT_FALSE(ibv_create_cq(ctx_, 65536, nullptr, nullptr, 0));
+	EXPECT_FALSE(ibv_create_cq(ctx_, 1 << 22, nullptr, nullptr, 0));
 	EXPECT_EQ(errno, EINVAL);
 	errno = 0;
 	EXPECT_FALSE(ibv_create_cq(ctx_, 8, nullptr, nullptr, 1));
