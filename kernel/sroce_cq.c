@@ -291,6 +291,8 @@ static void sroce_cqe_to_wc(struct sroce_dev *sdev, const struct sroce_cqe *cqe,
 	wc->dlid_path_bits = cqe->dlid_path_bits;
 	wc->port_num = cqe->port_num;
 	wc->network_hdr_type = cqe->network_hdr_type;
+	if (cqe->network_hdr_type)
+		wc->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
 }
 
 /* ib_poll_cq for kernel consumers; user CQs are polled through mmap. */
