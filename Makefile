@@ -80,8 +80,14 @@ $(BUILD)/fuzz/sroce_parse_fuzz: tests/fuzz/sroce_parse_fuzz.c kernel/sroce_opcod
 ktest: $(if $(filter 1,$(DEBUG_KERNEL)),debug-src)
 	$(MAKE) -C $(KDIR) M=$(MSRC)/tests/kmod W=$(W) modules
 
-tools: provider
+tools: provider $(BUILD)/tests/sroce_mpi
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider tools
+
+# The MPI program of the middleware tests and the bench's MPI table, built
+# with Open MPI's mpicc (libopenmpi-dev, from tools/deps).
+$(BUILD)/tests/sroce_mpi: tests/tools/sroce_mpi.c
+	@mkdir -p $(@D)
+	mpicc -std=gnu11 -O2 -g -Wall -Wextra -Werror -o $@ $<
 
 install: install-module install-provider
 
