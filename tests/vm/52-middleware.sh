@@ -3,21 +3,23 @@
 #
 # RDMA middleware as HPC and storage users run it, Debian's packages
 # unchanged, between sroce0 (nsA) and sroce1 (nsB):
-#  - UCT (ucx_perftest -d/-x): rc_verbs and ud_verbs latency, bandwidth
-#    and atomics;
-#  - UCP (ucx_perftest, tag/stream/RMA/atomic tests) with UCX_TLS =
-#    rc_verbs,ud_verbs and with UCX's defaults;
+#  - UCT (ucx_perftest -d/-x): rc_verbs and ud_verbs latency, bandwidth,
+#    get and atomics, on sroce0 (the server takes the client's device);
+#  - UCP (ucx_perftest: tag, stream, put/get) between the devices with
+#    UCX_TLS=rc_verbs,ud_verbs and with UCX's defaults (the client with a
+#    boot_id of its own, or UCX takes shared memory);
 #  - Open MPI over UCX (--mca pml ucx): tests/tools/sroce_mpi.c, every
 #    byte of ping-pong 1 B..4 MiB, allreduce, alltoall and one-sided
-#    put/get checked, with 2 and 4 ranks on one device; and its --inject
-#    run must fail;
+#    put/get checked, with 2 and 4 ranks on one device and 2 ranks on two
+#    "hosts" (the namespaces, mpirun's daemon started in nsB through
+#    tools/vm/netns-rsh); and its --inject run must fail;
 #  - libfabric: fi_pingpong over verbs (msg) and verbs;ofi_rxm (rdm), data
-#    checked (-v);
+#    checked (-c);
 #  - qperf over rdma_cm: every RC test it has.  Its UC and UD tests cannot
 #    run on any RoCE device (qperf 0.4.11 builds address handles and paths
 #    without a GRH: Documentation/admin-guide.rst, "Middleware").
 # Each pair is also checked to have gone through sroce: the receiving
-# device's rx_packets rose.
+# device's rx_packets rose by at least its message count.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -117,6 +119,19 @@ mpi() {
 	grep -Eq "^mpi: $np ranks, [0-9]+ checks, [0-9]+ bytes verified, 0 errors$" "$out"
 }
 
+# mpi_hosts NP [PROGRAM ARGS]: sroce_mpi over UCX with its ranks on two
+# "hosts", nsA (sroce0) and nsB (sroce1): sroce_mpirun_hosts.
+mpi_hosts() {
+	local np=$1 out=/tmp/sroce-mpi.out rc
+	shift
+	sroce_mpirun_hosts "$np" --mca pml ucx --mca osc ucx --mca btl '^openib' \
+		-x UCX_TLS=rc_verbs,ud_verbs,self -- "$MPI" "$@" >"$out" 2>&1
+	rc=$?
+	grep -a '^mpi: ' "$out"
+	[ $rc = 0 ] || { tail -n 20 "$out"; return 1; }
+	grep -Eq "^mpi: $np ranks, [0-9]+ checks, [0-9]+ bytes verified, 0 errors$" "$out"
+}
+
 # mpi_injected: with a flipped byte the program must report it and fail.
 mpi_injected() {
 	local out=/tmp/sroce-mpi.out
@@ -144,7 +159,7 @@ qperf_rc() {
 	! grep -aqiE 'fail|error' "$SROCE_PAIR_DIR/client"
 }
 
-tap_plan 22
+tap_plan 23
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 cat /proc/sys/kernel/random/uuid >"$OTHER_BOOT_ID"
 [ -x "$MPI" ] || tap_bail "no $MPI (make tools with libopenmpi-dev installed)"
@@ -176,6 +191,8 @@ tap_check "Open MPI (pml ucx), 2 ranks on sroce0: every byte checked" \
 	through sroce0 1000 mpi 2 --
 tap_check "Open MPI (pml ucx), 4 ranks on sroce0: every byte checked" \
 	through sroce0 1000 mpi 4 -- --iters 2
+tap_check "Open MPI (pml ucx), 2 ranks on two hosts (nsA/sroce0, nsB/sroce1)" \
+	through sroce1 1000 mpi_hosts 2 --iters 2
 tap_check "Open MPI: a flipped byte is caught (--inject fails the run)" mpi_injected
 
 # libfabric

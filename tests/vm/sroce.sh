@@ -520,3 +520,27 @@ sroce_rping_check() {
 		exit !(n == want && !bad)
 	}' "$1"
 }
+
+# sroce_mpirun_hosts NP [MPIRUN ARGS...] -- PROGRAM [ARGS...]: Open MPI's
+# mpirun in nsA with NP ranks split over two "hosts", 10.77.0.1 (nsA) and
+# 10.77.0.2 (nsB), as over two machines: the daemon in nsB is started
+# through tools/vm/netns-rsh, as it would be through ssh, and talks to
+# mpirun over the veth. Each rank gets UCX_NET_DEVICES naming its own
+# namespace's device (sroce0 in nsA, sroce1 in nsB). SROCE_MPI_TMO
+# seconds at most (default 600).
+sroce_mpirun_hosts() {
+	local np=$1 half=$(($1 / 2)) args=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+	shift
+	# shellcheck disable=SC2016 # expanded by the rank's shell
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		ip netns exec nsA timeout "${SROCE_MPI_TMO:-600}" \
+		mpirun -np "$np" --oversubscribe --map-by node \
+		--host "10.77.0.1:$half,10.77.0.2:$half" \
+		--mca plm_rsh_agent "$SROCE_REPO/tools/vm/netns-rsh" \
+		--mca oob_tcp_if_include 10.77.0.0/24 "${args[@]}" \
+		bash -c 'd=sroce1
+			ip -o -4 addr show | grep -q " inet 10.77.0.1/" && d=sroce0
+			UCX_NET_DEVICES=$d:1 exec "$0" "$@"' "$@"
+}

@@ -18,6 +18,10 @@
 #          guest's latency floor and its stalls (build/bench/sroce_pingpong)
 #   crc    CRC-32 per byte three ways, and memcpy, over packet-sized
 #          buffers (build/bench/sroce_crc): the ICRC's share of the cost
+#   mpi    build/tests/sroce_mpi --bench, two ranks on two "hosts" (nsA,
+#          nsB: sroce_mpirun_hosts), over sroce (Open MPI's pml ucx,
+#          UCX_TLS=rc_verbs,ud_verbs,self) and over TCP (pml ob1, btl
+#          tcp,self) across the same veth: 8-byte latency, 1 MiB bandwidth
 #
 # Each round runs every transport back to back. Each run leaves one file
 # in OUT/raw: "# key=value" header lines (what ran, /proc/stat and device
@@ -323,6 +327,20 @@ crc_run() {
 	log "crc round $1: rc $? $(tr '\n' ';' <"$f")"
 }
 
+# mpi_bench TRANSPORT MTU ROUND: sroce_mpi --bench across the namespaces,
+# over sroce (UCX) or TCP (ob1); the figures line goes to raw/mpi-*.log.
+mpi_bench() {
+	local tr=$1 f=$raw/mpi-$1-m$2-r$3.log pml
+	if [ "$tr" = sroce ]; then
+		pml=(--mca pml ucx --mca btl '^openib' -x UCX_TLS=rc_verbs,ud_verbs,self)
+	else
+		pml=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24)
+	fi
+	SROCE_MPI_TMO=300 sroce_mpirun_hosts 2 "${pml[@]}" -- \
+		"$repo/build/tests/sroce_mpi" --bench --seconds "$((dur * 2))" >"$f" 2>&1
+	log "mpi $tr mtu $2 round $3: rc $? $(grep -a '^mpi-bench' "$f")"
+}
+
 # Every perftest run of one transport, as set up in DEV_*/NS_*/GID_*.
 perftests() {
 	local tr=$1 mtu=$2 r=$3 t s q
@@ -367,6 +385,10 @@ for mtu in $mtus; do
 	for ((r = 1; r <= rounds; r++)); do
 		if ends_to_ns && sroce_up; then
 			perftests sroce "$mtu" "$r"
+			if [ -z "$profile" ]; then
+				mpi_bench sroce "$mtu" "$r"
+				mpi_bench tcp "$mtu" "$r"
+			fi
 		else
 			log "sroce set-up failed (mtu $mtu round $r)"
 		fi

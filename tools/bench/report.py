@@ -225,6 +225,62 @@ def pingpong_table(raw_dir):
     return '\n'.join(out) + '\n'
 
 
+MPI_LINE = re.compile(r'^mpi-bench: lat_us ([\d.]+) bw_mibs ([\d.]+)', re.M)
+MPI_NAME = re.compile(r'^mpi-(sroce|tcp)-m(\d+)-r\d+\.log$')
+
+
+def parse_mpi(text):
+    """tests/tools/sroce_mpi.c --bench output -> {'lat_us', 'bw_mibs'}, or None."""
+    m = MPI_LINE.search(text)
+    if not m:
+        return None
+    return {'lat_us': float(m.group(1)), 'bw_mibs': float(m.group(2))}
+
+
+def mpi_table(raw_dir):
+    """MPI ping-pong over sroce (UCX) and TCP (ob1), median over the rounds."""
+    per = {}
+    for name in sorted(os.listdir(raw_dir)):
+        n = MPI_NAME.match(name)
+        if not n:
+            continue
+        with open(os.path.join(raw_dir, name), encoding='utf-8', errors='replace') as f:
+            r = parse_mpi(f.read())
+        for k, v in (r or {}).items():
+            per.setdefault((int(n.group(2)), n.group(1), k), []).append(v)
+    if not per:
+        return ''
+    body = []
+    for mtu in sorted({k[0] for k in per}):
+        cells = {}
+        for tr in ('sroce', 'tcp'):
+            for k, unit in (('lat_us', 'us'), ('bw_mibs', 'MiB/s')):
+                s = summary(per.get((mtu, tr, k), []))
+                if s:
+                    s['metric'] = unit
+                cells[(tr, k)] = s
+        row = [f'MTU {mtu}']
+        for k in ('lat_us', 'bw_mibs'):
+            for tr in ('sroce', 'tcp'):
+                row.append(spread(cells[(tr, k)]) if cells[(tr, k)] else '-')
+            a, b = cells[('sroce', k)], cells[('tcp', k)]
+            if a and b and a['median'] and b['median']:
+                # x faster than TCP: lower latency, higher bandwidth.
+                x = b['median'] / a['median'] if k == 'lat_us' else a['median'] / b['median']
+                row.append(f'{x:.2f}x')
+            else:
+                row.append('-')
+        body.append(tuple(row))
+    out = render('MPI ping-pong between two namespaces (tests/tools/sroce_mpi.c --bench, '
+                 'Open MPI, 2 ranks): sroce through UCX (rc_verbs) against TCP (pml ob1, '
+                 'btl tcp)',
+                 ('', '8 B latency (us) sroce', 'TCP', 'sroce vs TCP',
+                  '1 MiB (MiB/s) sroce', 'TCP', 'sroce vs TCP'), body)
+    out.append('Latency is half a round trip; x above 1 means sroce is better (lower latency, '
+               'more bandwidth).')
+    return '\n'.join(out) + '\n'
+
+
 def cpu_s_per_gb(util_fraction, ncpu, mibs):
     if util_fraction is None or not mibs:
         return None
@@ -617,6 +673,9 @@ def report(d, png=True):
     floor = pingpong_table(os.path.join(d, 'raw'))
     if floor:
         text += '\n' + floor
+    mpi = mpi_table(os.path.join(d, 'raw'))
+    if mpi:
+        text += '\n' + mpi
     total, failed = run_status(os.path.join(d, 'raw'))
     text += f'{total} runs, {len(failed)} without a result (left out)' + (
         ': ' + ', '.join(failed) if failed else '') + '\n'
@@ -670,6 +729,12 @@ def self_test(samples):
     check('pingpong line', pp == {'typical us': 0.35, 'p99 us': 0.55, 'stalls per s': 813.0,
                                   'stall typical us': 48.0, 'stall p90 us': 198.0,
                                   'stall max us': 25165.0})
+    mp = parse_mpi('mpi-bench: lat_us 41.25 bw_mibs 88.5 (2000 and 50 round trips)\n')
+    check('mpi-bench line', mp == {'lat_us': 41.25, 'bw_mibs': 88.5})
+    check('no mpi-bench line in a failed run', parse_mpi('mpirun: error\n') is None)
+    mt = mpi_table(os.path.join(samples, 'raw'))
+    check('MPI table: medians and ratios to TCP',
+          '40.00 [30.00-50.00]' in mt and '2.00x' in mt and '1.50x' in mt)
     h, m = measure(os.path.join(samples, 'raw', 'sroce-m1500-r1-ib_send_bw-s64-q1.txt'))
     check('raw header', h.get('transport') == 'sroce' and h.get('size') == '64')
     check('doorbells per message', abs(m.get('doorbells/msg', -1) - 208 / (0.015235e6 * 4)) < 1e-9)
