@@ -141,8 +141,14 @@ u8 sroce_mw_bind(struct sroce_qp *qp, const struct sroce_send_wqe *wqe)
 	struct sroce_mr *win, *mr = NULL, *old = NULL;
 	u8 status = IB_WC_MW_BIND_ERR;
 
-	if (access & ~SROCE_MW_ACCESS)
+	/*
+	 * A window grants remote rights only. LOCAL_WRITE, which users pass
+	 * as the verbs man pages show, is no right of a window and changes
+	 * nothing (C10-74 asks it of the MR); anything else is refused.
+	 */
+	if (access & ~(SROCE_MW_ACCESS | IB_ACCESS_LOCAL_WRITE))
 		return status;
+	access &= SROCE_MW_ACCESS;
 
 	spin_lock_bh(&sdev->mw_lock);
 	win = xa_load(&sdev->key_xa, rkey >> 8);

@@ -1702,6 +1702,55 @@ void test_mw_dereg_busy()
 	e.free();
 }
 
+// The window asks for REMOTE_WRITE | LOCAL_WRITE over an MR registered
+// LOCAL_WRITE | MW_BIND only (no remote access of its own), as a user
+// following the verbs man pages writes it: IBTA (C10-74) needs the MR's
+// local write for a window's remote write, not its remote write, and
+// LOCAL_WRITE in a window's access is no remote right, nothing to refuse
+// (rdma_rxe binds it). Both window types bind, a WRITE through each lands.
+void test_mw_local_write_mr()
+{
+	point P;
+	conn c;
+	region tgt, loc;
+	qp_params p;
+	ibv_mw *mw1 = nullptr, *mw2 = nullptr;
+	const int win = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+
+	if (region_make(P, tgt, "target", B, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND,
+			98) &&
+	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 99) &&
+	    conn_make(P, c, p) && (mw1 = alloc_window(P, IBV_MW_TYPE_1)) &&
+	    (mw2 = alloc_window(P, IBV_MW_TYPE_2))) {
+		posted(P, bind_window(c.b.qp, mw1, 70, tgt, 0, 4096, win), "bind type 1", 70);
+		uint32_t k1 = mw1->rkey, k2 = ibv_inc_rkey(mw2->rkey);
+		posted(P, bind_window(c.b.qp, mw2, 71, tgt, 4096, 4096, win, k2), "bind type 2",
+		       71);
+		expect_wcs(P, "binder", c.b.cq, c.b.qpn,
+			   {{70, IBV_WC_SUCCESS, IBV_WC_BIND_MW}, {71, IBV_WC_SUCCESS, IBV_WC_BIND_MW}});
+		posted(P, post(c.a.qp, 1, IBV_WR_RDMA_WRITE, loc, 0, 3000, tgt.addr(500), k1),
+		       "WRITE", 1);
+		tgt.expect(500, loc.mem, 3000);
+		posted(P, post(c.a.qp, 2, IBV_WR_RDMA_WRITE, loc, 3000, 2000, tgt.addr(5000), k2),
+		       "WRITE", 2);
+		tgt.expect(5000, loc.mem + 3000, 2000);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE},
+			    {2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE}});
+		region_check(P, tgt);
+		region_check(P, loc);
+	}
+	P.report("windows with REMOTE_WRITE | LOCAL_WRITE over an MR with LOCAL_WRITE | "
+		 "MW_BIND only: type 1 and type 2 bind, a WRITE through each lands");
+	if (mw1)
+		ibv_dealloc_mw(mw1);
+	if (mw2)
+		ibv_dealloc_mw(mw2);
+	conn_free(c);
+	region_free(loc);
+	region_free(tgt);
+}
+
 void test_mw()
 {
 	test_mw_device();
@@ -1721,6 +1770,7 @@ void test_mw()
 		       IBV_WR_RDMA_WRITE, 2048, 100, MW_RW, true});
 	test_mw_type2();
 	test_mw_type2_other_qp();
+	test_mw_local_write_mr();
 	run_mw_bind_bad({"bind to an MR without MW_BIND: MW_BIND_ERR, the rest flushed",
 			 ALL_REMOTE, IBV_MW_TYPE_1, 0, 4096});
 	run_mw_bind_bad({"bind past the MR's end: MW_BIND_ERR", MW_MR, IBV_MW_TYPE_1, 4096,
