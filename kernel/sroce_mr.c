@@ -17,9 +17,15 @@
  * in flight keeps its pages even after the MR is deregistered and unpinned;
  * the last reference goes when the skb is freed.
  *
- * Locking: key_xa has its own lock; an MR is immutable between
- * registration and dereg (rereg builds a new MR), except the FRWR page
- * list, which the owner QP's send path serialises.
+ * Re-registration keeps the keys, as hardware does in place: it builds a
+ * new MR object with the old one's key and, under mw_lock, puts it in the
+ * old one's key_xa slot; ib_core then deregisters the old object, whose
+ * references drain as at dereg. A peer holding the rkey goes on using it
+ * with the new access, PD or translation; a failed rereg changes nothing.
+ *
+ * Locking: key_xa has its own lock; an MR object is immutable between
+ * registration and dereg, except the FRWR page list, which the owner QP's
+ * send path serialises.
  */
 
 #include <linux/net.h>
@@ -58,6 +64,20 @@ static gfp_t sroce_mr_gfp(const struct ib_pd *ibpd)
  * windows the SROCE_MAX_MW above them, so each count is bounded by its own
  * limit in query_device.
  */
+static struct sroce_mr *sroce_mr_alloc(struct ib_pd *ibpd,
+				       enum sroce_mr_type type, int access)
+{
+	struct sroce_mr *mr = kzalloc(sizeof(*mr), sroce_mr_gfp(ibpd));
+
+	if (!mr)
+		return NULL;
+	mr->type = type;
+	mr->access = access;
+	refcount_set(&mr->ref, 1);
+	init_completion(&mr->released);
+	return mr;
+}
+
 struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type,
 			      int access)
 {
@@ -67,13 +87,9 @@ struct sroce_mr *sroce_mr_new(struct ib_pd *ibpd, enum sroce_mr_type type,
 	u8 variant;
 	int err;
 
-	mr = kzalloc(sizeof(*mr), sroce_mr_gfp(ibpd));
+	mr = sroce_mr_alloc(ibpd, type, access);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-	mr->type = type;
-	mr->access = access;
-	refcount_set(&mr->ref, 1);
-	init_completion(&mr->released);
 
 	if (type == SROCE_MR_WINDOW)
 		err = xa_alloc_cyclic(&sdev->key_xa, &index, mr,
@@ -296,33 +312,49 @@ static int sroce_mr_pin(struct sroce_mr *mr, struct ib_device *ibdev,
 	return 0;
 }
 
+static int sroce_mr_check_user(struct ib_pd *ibpd, u64 start, u64 length,
+			       u64 iova, int access)
+{
+	if (!length)
+		return -EINVAL;
+	if (iova + length < iova || start + length < start)
+		return -EOVERFLOW;
+	return sroce_mr_check_access(ibpd->device, access);
+}
+
+/* Pin the user region of a new USER MR and describe it. */
+static int sroce_mr_fill_user(struct sroce_mr *mr, struct ib_pd *ibpd,
+			      u64 start, u64 length, u64 iova, int access)
+{
+	int err = sroce_mr_pin(mr, ibpd->device, start, length, access);
+
+	if (err)
+		return err;
+	mr->start = start;
+	mr->iova = iova;
+	mr->length = length;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	return 0;
+}
+
 static struct sroce_mr *sroce_mr_new_user(struct ib_pd *ibpd, u64 start,
 					  u64 length, u64 iova, int access)
 {
 	struct sroce_mr *mr;
 	int err;
 
-	if (!length)
-		return ERR_PTR(-EINVAL);
-	if (iova + length < iova || start + length < start)
-		return ERR_PTR(-EOVERFLOW);
-	err = sroce_mr_check_access(ibpd->device, access);
+	err = sroce_mr_check_user(ibpd, start, length, iova, access);
 	if (err)
 		return ERR_PTR(err);
-
 	mr = sroce_mr_new(ibpd, SROCE_MR_USER, access);
 	if (IS_ERR(mr))
 		return mr;
-	err = sroce_mr_pin(mr, ibpd->device, start, length, access);
+	err = sroce_mr_fill_user(mr, ibpd, start, length, iova, access);
 	if (err) {
 		sroce_mr_destroy(to_sdev(ibpd->device), mr);
 		return ERR_PTR(err);
 	}
-	mr->start = start;
-	mr->iova = iova;
-	mr->length = length;
-	mr->ibmr.iova = iova;
-	mr->ibmr.length = length;
 	return mr;
 }
 
@@ -340,24 +372,55 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 }
 
 /*
- * Re-registration builds a new MR (new keys) from the old one's
- * attributes and the changed ones; ib_core swaps it in and deregisters
- * the old MR, so the data path never sees a half-changed region.
+ * Put @mr, which carries @old's key, in @old's key slot, unless windows
+ * are bound to @old. @old is marked dying first, under mw_lock, so no
+ * bind takes it; the slot is swapped after, outside mw_lock (the key
+ * table's lock is never taken under it). From then on lookups of the key
+ * find @mr; ib_core deregisters @old. ib_core serialises rereg and dereg
+ * of one MR, so the slot still holds @old.
+ */
+static int sroce_mr_replace(struct sroce_dev *sdev, struct sroce_mr *old,
+			    struct sroce_mr *mr)
+{
+	void *prev;
+	int err = 0;
+
+	spin_lock_bh(&sdev->mw_lock);
+	if (old->nwindows || old->dying)
+		err = -EBUSY;
+	else
+		old->dying = true;
+	spin_unlock_bh(&sdev->mw_lock);
+	if (err)
+		return err;
+
+	prev = xa_cmpxchg(&sdev->key_xa, old->key >> 8, old, mr, GFP_KERNEL);
+	if (prev == old)
+		return 0;
+	spin_lock_bh(&sdev->mw_lock);
+	old->dying = false;
+	spin_unlock_bh(&sdev->mw_lock);
+	return xa_is_err(prev) ? xa_err(prev) : -EINVAL;
+}
+
+/*
+ * Re-registration in place: a new MR object from the old one's attributes
+ * and the changed ones, with the old one's keys, swapped into its key
+ * slot (see the top of this file).
  */
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *ibpd, struct ib_udata *udata)
 {
+	struct sroce_dev *sdev = to_sdev(ibmr->device);
 	struct sroce_mr *old = to_smr(ibmr);
 	struct sroce_mr *mr;
+	int err;
 
 	if (flags & ~IB_MR_REREG_SUPPORTED)
 		return ERR_PTR(-EOPNOTSUPP);
 	if (old->type != SROCE_MR_USER)
 		return ERR_PTR(-EINVAL);
-	/* ib_core deregisters the old MR: windows bound to it keep it. */
-	if (READ_ONCE(old->nwindows))
-		return ERR_PTR(-EBUSY);
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = old->start;
 		length = old->length;
@@ -367,9 +430,32 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		access = old->access;
 	if (!(flags & IB_MR_REREG_PD))
 		ibpd = ibmr->pd;
+	err = sroce_mr_check_user(ibpd, start, length, iova, access);
+	if (err)
+		return ERR_PTR(err);
 
-	mr = sroce_mr_new_user(ibpd, start, length, iova, access);
-	return IS_ERR(mr) ? ERR_CAST(mr) : &mr->ibmr;
+	mr = sroce_mr_alloc(ibpd, SROCE_MR_USER, access);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	err = sroce_mr_fill_user(mr, ibpd, start, length, iova, access);
+	if (err)
+		goto err_free;
+	/* What the data path compares, set before the key is live. */
+	mr->ibmr.device = ibpd->device;
+	mr->ibmr.pd = ibpd;
+	mr->ibmr.lkey = old->ibmr.lkey;
+	mr->ibmr.rkey = old->ibmr.rkey;
+	mr->key = old->key;
+	mr->valid = true;
+	err = sroce_mr_replace(sdev, old, mr);
+	if (err)
+		goto err_free;
+	return &mr->ibmr;
+
+err_free:
+	/* Never published: no reference but our own. */
+	sroce_mr_release(sdev, mr);
+	return ERR_PTR(err);
 }
 
 struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,

@@ -98,8 +98,9 @@ bool sroce_mr_unhook(struct sroce_dev *sdev, struct sroce_mr *mr)
 	if (!busy)
 		mr->dying = true;
 	spin_unlock_bh(&sdev->mw_lock);
+	/* Only if the slot is still this MR's: a rereg put its successor there. */
 	if (!busy)
-		xa_erase(&sdev->key_xa, mr->key >> 8);
+		xa_cmpxchg(&sdev->key_xa, mr->key >> 8, mr, NULL, 0);
 	return !busy;
 }
 

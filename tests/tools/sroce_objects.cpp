@@ -156,17 +156,26 @@ void check_mr(ibv_pd *pd, long loops)
 	tap::check(a && b && b->lkey != key_a, "re-registration gets a new key (0x%x -> 0x%x)",
 		   key_a, b ? b->lkey : 0);
 
+	// Rereg changes the region in place: the keys stay (a peer holding
+	// the rkey goes on using it), as on hardware; a failed one changes
+	// nothing.
 	if (b) {
-		uint32_t before = b->lkey;
+		const uint32_t before = b->lkey;
 		int r = ibv_rereg_mr(b, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
 				     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-		tap::check(r == 0, "rereg_mr CHANGE_ACCESS (ret %d)", r);
+		tap::check(r == 0 && b->lkey == before && b->rkey == before,
+			   "rereg_mr CHANGE_ACCESS keeps the keys (ret %d, 0x%x -> 0x%x/0x%x)", r,
+			   before, b->lkey, b->rkey);
 		r = ibv_rereg_mr(b, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, buf + 4096, 8192, 0);
-		tap::check(r == 0 && b->length == 8192 && b->addr == buf + 4096,
-			   "rereg_mr CHANGE_TRANSLATION (ret %d, key 0x%x -> 0x%x)", r, before, b->lkey);
+		tap::check(r == 0 && b->length == 8192 && b->addr == buf + 4096 &&
+				   b->lkey == before && b->rkey == before,
+			   "rereg_mr CHANGE_TRANSLATION keeps the keys (ret %d, 0x%x -> 0x%x/0x%x)",
+			   r, before, b->lkey, b->rkey);
 		r = ibv_rereg_mr(b, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
 				 IBV_ACCESS_REMOTE_WRITE);
-		tap::check(r != 0, "rereg_mr to REMOTE_WRITE without LOCAL_WRITE fails (ret %d)", r);
+		tap::check(r != 0 && b->lkey == before && b->length == 8192,
+			   "rereg_mr to REMOTE_WRITE without LOCAL_WRITE fails, MR unchanged "
+			   "(ret %d)", r);
 		tap::check(ibv_dereg_mr(b) == 0, "dereg_mr after rereg");
 	}
 

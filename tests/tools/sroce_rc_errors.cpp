@@ -45,6 +45,13 @@
 //   len      SEND larger than the posted receive (1 and 3 packets): the
 //            requester IBV_WC_REM_INV_REQ_ERR, the receive
 //            IBV_WC_LOC_LEN_ERR, nothing written beyond its buffer
+//   mw       memory windows: binds, access through them, invalidation,
+//            bind errors; a window with REMOTE_WRITE | LOCAL_WRITE over
+//            an MR with LOCAL_WRITE | MW_BIND only binds (both types)
+//   rereg    B's MR re-registered (translation, PD away and back,
+//            access) while A holds its rkey: the keys stay, A's WRITE and
+//            READ meet the new region, a WRITE the access no longer
+//            allows gets REM_ACCESS_ERR
 //
 // The hw counters in /sys/class/infiniband/DEV/ports/1/hw_counters are
 // checked where they are exact (sroce's names; skipped when absent).
@@ -1784,6 +1791,77 @@ void test_mw()
 	test_mw_dereg_busy();
 }
 
+// ---- 10b. re-registration in place --------------------------------------------
+
+// B re-registers its MR while A holds the rkey, as a peer does: the keys
+// stay, and A's requests meet the new translation, PD and access.
+void test_rereg()
+{
+	point P;
+	conn c;
+	region tgt, loc;
+	qp_params p;
+	ibv_pd *pd2 = nullptr;
+
+	if (region_make(P, tgt, "target", B, 8192, ALL_REMOTE, 120) &&
+	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 121) &&
+	    conn_make(P, c, p)) {
+		ibv_mr *mr = tgt.mr;
+		const uint32_t key = mr->rkey;
+		auto kept = [&](const char *what, int r) {
+			if (r || mr->lkey != key || mr->rkey != key)
+				P.fail("%s: ret %d, keys 0x%x/0x%x, want 0 and 0x%x", what, r, mr->lkey,
+				       mr->rkey, key);
+		};
+		// The MR now names the upper half only: the old rkey writes there.
+		kept("rereg CHANGE_TRANSLATION",
+		     ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, tgt.mem + 4096,
+				  4096, 0));
+		posted(P, post(c.a.qp, 1, IBV_WR_RDMA_WRITE, loc, 0, 2000, tgt.addr(4096 + 100),
+			       key), "WRITE", 1);
+		tgt.expect(4096 + 100, loc.mem, 2000);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn, {{1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE}});
+		// To another PD and back: the key still works.
+		pd2 = ibv_alloc_pd(B.ctx);
+		if (!pd2)
+			P.fail("ibv_alloc_pd: %s", strerror(errno));
+		else {
+			kept("rereg CHANGE_PD away",
+			     ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0));
+			kept("rereg CHANGE_PD back",
+			     ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, B.pd, nullptr, 0, 0));
+		}
+		posted(P, post(c.a.qp, 2, IBV_WR_RDMA_WRITE, loc, 2000, 500, tgt.addr(4096 + 3000),
+			       key), "WRITE", 2);
+		tgt.expect(4096 + 3000, loc.mem + 2000, 500);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn, {{2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE}});
+		// READ-only now: a READ lands, a WRITE is refused.
+		kept("rereg CHANGE_ACCESS",
+		     ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+				  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ));
+		posted(P, post(c.a.qp, 3, IBV_WR_RDMA_READ, loc, 4096, 1024, tgt.addr(4096), key),
+		       "READ", 3);
+		loc.expect(4096, tgt.ref.data() + GUARD + 4096, 1024);
+		posted(P, post(c.a.qp, 4, IBV_WR_RDMA_WRITE, loc, 0, 64, tgt.addr(4096), key),
+		       "WRITE", 4);
+		posted(P, post(c.a.qp, 5, IBV_WR_SEND, loc, 0, 16), "SEND", 5);
+		expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+			   {{3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 1024},
+			    {4, IBV_WC_REM_ACCESS_ERR},
+			    {5, IBV_WC_WR_FLUSH_ERR}});
+		region_check(P, tgt);
+		region_check(P, loc);
+	}
+	P.report("B's MR re-registered while A holds its rkey: the keys stay; moved to its "
+		 "upper half, a WRITE there lands; to another PD and back, a WRITE lands; "
+		 "READ-only, a READ lands and a WRITE gets REM_ACCESS_ERR, target unchanged");
+	conn_free(c);
+	region_free(loc);
+	region_free(tgt);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+}
+
 // ---- 11. end-to-end credits -------------------------------------------------
 
 // A receiver that keeps 8 receives posted and reposts one 2 ms after each
@@ -1897,7 +1975,7 @@ bool want_group(const char *groups, const char *g)
 void usage()
 {
 	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
-			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq,mw,credits|blackhole] "
+			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq,mw,rereg,credits|blackhole] "
 			"[--inject rkey] [-v]\n");
 }
 
@@ -1973,6 +2051,8 @@ int main(int argc, char **argv)
 			test_srq_limit();
 		if (want_group(groups, "mw"))
 			test_mw();
+		if (want_group(groups, "rereg"))
+			test_rereg();
 		if (want_group(groups, "credits"))
 			test_credits();
 		// Only when asked for: the caller has cut the link.

@@ -1094,8 +1094,9 @@ int do_reg_mr(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 	return 0;
 }
 
-// ib_uverbs_rereg_mr() + sroce_rereg_user_mr(): a new region, new keys,
-// same handle; unchanged attributes come from the old region.
+// ib_uverbs_rereg_mr() + sroce_rereg_user_mr(): the region changed in
+// place, same keys, same handle; unchanged attributes come from the old
+// region.
 int do_rereg_mr(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 		char *detail, size_t dlen)
 {
@@ -1132,8 +1133,7 @@ int do_rereg_mr(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 		n.pd = cmd->pd_handle;
 	if (int err = check_user_region(n.start, n.length, n.iova, n.access))
 		return err;
-	n.key = new_key(cmd->mr_handle);
-	*m = n;
+	*m = n;	// in place: the keys stay
 	ib_uverbs_rereg_mr_resp r = {};
 	r.lkey = n.key;
 	r.rkey = n.key;

@@ -11,7 +11,8 @@
 # LOC_LEN_ERR), memory windows (type 1 and 2: bind, access through them,
 # bounds and rights, LOCAL_INV and SEND with invalidate, type 2B's QP
 # check, bind errors, an MR kept from dereg while a window is bound to
-# it). Then the error counters (rdma statistic), the resource counts back
+# it, a LOCAL_WRITE-only MR under a REMOTE_WRITE window), an MR
+# re-registered in place under a peer's rkey. Then the error counters (rdma statistic), the resource counts back
 # to the MAD layer's, and rmmod.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +43,7 @@ stat_positive() {
 tap_plan 7
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 
-TAP_VERBOSE=1 tap_check "sroce_rc_errors (bad rkey, bounds, access, READ, peer gone, RNR, atomics, length, SRQ, memory windows)" \
+TAP_VERBOSE=1 tap_check "sroce_rc_errors (bad rkey, bounds, access, READ, peer gone, RNR, atomics, length, SRQ, memory windows, rereg)" \
 	timeout 300 "$SROCE_BIN/sroce_rc_errors" -a sroce0 -A "$SROCE_GID_A" \
 	-b sroce1 -B "$SROCE_GID_B"
 tap_check "sroce0 (requester): error_nak_received, retry_exceeded, rnr_nak_received > 0" \
