@@ -694,7 +694,7 @@ static void sroce_req_sent_upto(struct sroce_qp *qp)
 
 /* Send what the budget allows of the WQE at req->index. */
 static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
-					  u32 una, u32 rd_atomic,
+					  u32 una, u32 *rd_atomic,
 					  struct sroce_tx_burst *burst)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
@@ -708,7 +708,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 	if (m->status != IB_WC_SUCCESS)
 		return sroce_req_fail(qp, m, m->status);
 	if (sroce_wqe_is_local(wqe->opcode)) {
-		if ((wqe->flags & SROCE_WQE_F_FENCE) && rd_atomic)
+		if ((wqe->flags & SROCE_WQE_F_FENCE) && *rd_atomic)
 			return SROCE_REQ_WAIT;
 		m->status = sroce_req_local_op(qp, wqe);
 		if (m->status != IB_WC_SUCCESS)
@@ -718,7 +718,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		req->index++;
 		return SROCE_REQ_NEXT;
 	}
-	if (!sroce_req_may_send(qp, wqe, m, fresh, una, rd_atomic))
+	if (!sroce_req_may_send(qp, wqe, m, fresh, una, *rd_atomic))
 		return SROCE_REQ_WAIT;
 	if (!sroce_req_av(qp, wqe, &av))
 		return sroce_req_fail(qp, m, IB_WC_LOC_QP_OP_ERR);
@@ -735,6 +735,14 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		m->last_psn = sroce_psn_add(req->psn,
 					    sroce_req_npkts(qp, wqe, m->length) - 1);
 		sroce_req_publish(qp, m, false);
+		/*
+		 * Counted where the completer counts it (publish): the next
+		 * WQE of this pass must see it, or a pass sends one READ or
+		 * atomic more than max_rd_atomic allows and the responder
+		 * refuses it (NAK Invalid Request).
+		 */
+		if (m->rd_atomic)
+			(*rd_atomic)++;
 	}
 
 	while (*budget > 0) {
@@ -765,7 +773,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 			req->psn = sroce_psn_add(req->psn, 1);
 			sroce_req_sent_upto(qp);
 			if (!sroce_req_may_send(qp, wqe, m, false, una,
-						rd_atomic))
+						*rd_atomic))
 				return SROCE_REQ_WAIT;
 			continue;
 		}
@@ -989,7 +997,7 @@ static bool sroce_req_burst_pass(struct sroce_qp *qp,
 		if (state == IB_QPS_SQD && req->offset == 0 &&
 		    req->index == req->sent)
 			return false;
-		step = sroce_req_step(qp, budget, una, rd_atomic, burst);
+		step = sroce_req_step(qp, budget, una, &rd_atomic, burst);
 		if (step == SROCE_REQ_FAILED) {
 			sroce_qp_error(qp, false);
 			return false;
