@@ -39,6 +39,8 @@ perf() {
 	# kernel round to 0.00, where only the message rate shows.
 	row=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client")
 	echo "$t $*: $row"
+	# No result row: what the client printed instead.
+	[ -n "$row" ] || tail -n 12 "$SROCE_PAIR_DIR/client"
 	[ -n "$row" ] && awk '{ for (i = 3; i <= NF; i++) if ($i > 0) exit 0; exit 1 }' <<<"$row"
 }
 

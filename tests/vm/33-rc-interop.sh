@@ -57,6 +57,8 @@ perf() {
 		"$t" -d "$C_DEV" -x "$C_GID" "$@" "$S_IP" || return 1
 	row=$(grep -E '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client")
 	echo "$t: $row"
+	# No result row: what the client printed instead.
+	[ -n "$row" ] || tail -n 12 "$SROCE_PAIR_DIR/client"
 	# Any figure > 0: 8-byte atomics on the debug kernel show 0.00 MB/s.
 	[ -n "$row" ] && awk '{ for (i = 3; i <= NF; i++) if ($i > 0) exit 0; exit 1 }' <<<"$row"
 }
