@@ -89,6 +89,43 @@ netem() {
 	tc -n nsB qdisc replace dev vethB root netem "$@"
 }
 
+# netem_roce ARGS...: netem on RoCE v2 packets (UDP 4791) only, both ways.
+# Loss on the TCP connection sroce_integrity sets up with would test TCP's
+# SYN back-off, not sroce, and could keep traffic from starting at all.
+netem_roce() {
+	local ns dev
+	for ns in nsA:vethA nsB:vethB; do
+		dev=${ns#*:} ns=${ns%:*}
+		# Band 4 (1:4) is outside the default priomap: only the filter
+		# sends packets there.
+		tc -n "$ns" qdisc replace dev "$dev" root handle 1: prio bands 4 &&
+		tc -n "$ns" qdisc add dev "$dev" parent 1:4 handle 40: netem "$@" &&
+		tc -n "$ns" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
+			match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:4 ||
+			return 1
+	done
+}
+
+# Packets sroce0 and sroce1 sent again, together.
+retransmitted() {
+	echo $(($(sroce_counter sroce0 retransmitted_packets) +
+		$(sroce_counter sroce1 retransmitted_packets)))
+}
+
+# more_than N CMD: CMD prints a number above N.
+more_than() {
+	local now
+	now=$("${@:2}")
+	echo "before $1, now $now"
+	[ "$now" -gt "$1" ]
+}
+
+# The last lines of both sides' output, for a bail-out.
+traffic_tail() {
+	tap_diag "client:" "$(tail -n 5 "$RUN/client")" \
+		"server:" "$(tail -n 5 "$RUN/server")"
+}
+
 netem_off() {
 	tc -n nsA qdisc del dev vethA root 2>/dev/null
 	tc -n nsB qdisc del dev vethB root 2>/dev/null
@@ -120,7 +157,7 @@ timed() {
 	return $rc
 }
 
-tap_plan 19
+tap_plan 20
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 
 # MTU: the QPs run at path MTU 1024, which every MTU here carries.
@@ -133,10 +170,14 @@ netem delay 10ms
 start_traffic --quick || tap_bail "traffic with delay did not start"
 tap_check "netem delay 10 ms: both sides finish" wait_traffic 240
 TAP_VERBOSE=1 tap_check "... every byte right" all_intact
-netem loss 30%
-start_traffic --quick || tap_bail "traffic with loss did not start"
-tap_check "netem loss 30%: both sides finish" wait_traffic 280
+netem_off
+netem_roce loss 30% || tap_bail "netem on UDP 4791"
+retx0=$(retransmitted)
+start_traffic --quick || { traffic_tail; tap_bail "traffic with loss did not start"; }
+tap_check "netem loss 30% of RoCE packets: both sides finish" wait_traffic 280
 TAP_VERBOSE=1 tap_check "... every byte right, or an error completion: never wrong data" intact_or_error
+TAP_VERBOSE=1 tap_check "... the loss was real: the devices retransmitted" \
+	more_than "$retx0" retransmitted
 netem_off
 
 start_traffic -n 50 || tap_bail "traffic did not start"
