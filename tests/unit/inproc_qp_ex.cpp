@@ -644,6 +644,10 @@ TEST_F(QpEx, BatchPublishesOnceAtComplete)
 	std::atomic<bool> stop{false}, running{false};
 	std::set<uint32_t> seen;
 	std::thread watcher([&] {
+		// Read prod once before saying so: the watcher may be
+		// descheduled for all of ibv_wr_complete on a busy machine,
+		// and it must still have seen the value before the batch.
+		seen.insert(sq_.prod());
 		running = true;
 		while (!stop.load()) {
 			seen.insert(sq_.prod());
