@@ -7,7 +7,9 @@
 # ucx_perftest's server needs), UCP with UCX_TLS=rc_verbs,ud_verbs and
 # with UCX's defaults (two hosts: no shared memory between them, so UCX
 # must pick sroce by itself), fi_pingpong over verbs;ofi_rxm with its data
-# checked, and qperf's RC tests over rdma_cm. Guest A serves, guest B
+# checked, qperf's RC tests over rdma_cm, and Open MPI over UCX with one
+# rank on each guest (mpirun on B starts its daemon on A through
+# tools/vm/tcp-rsh, as it would through ssh). Guest A serves, guest B
 # drives; each side reports its own half of each test as a TAP point, and
 # its half passes only if its own sroce0 received at least the test's
 # message count (rx_packets): the traffic went through sroce.
@@ -20,7 +22,10 @@ source "$here/../../tools/vm/netlib.sh"
 source "$here/../vm/sroce.sh"
 
 role=${VM_ROLE:?run me through tools/vm/run2}
-export UCX_WARN_UNUSED_ENV_VARS=n
+export UCX_WARN_UNUSED_ENV_VARS=n UCX_NET_DEVICES=sroce0:1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI tells nodes apart by name; both guests boot with the same one.
+hostname "sroce-vm-$role"
 sroce_load && rdma link add sroce0 type sroce netdev "$VM_IFNAME"
 GID=$(sroce_wait_gid sroce0 "$(sroce_ipv4_gid "$VM_LOCAL_IP")")
 
@@ -36,8 +41,11 @@ tests=(
 	"ucp-default-tag_lat 1000 1000 13337"
 	"ucp-default-tag_bw 100 1 13337"
 	"ucp-default-put_bw 100 1 13337"
+	"ucp-verbs-stream_bw 100 1 13337"
+	"ucp-verbs-get 100 100 13337"
 	"fi-rdm 100 100 47592"
 	"qperf-rc 1000 1000 19765"
+	"mpi-2hosts 1000 1000 7422"
 )
 
 # cmd NAME server|client: this side's command line.
@@ -62,6 +70,8 @@ cmd() {
 		ucp-default-tag_lat) echo ucx_perftest "${peer[@]}" -p 13337 -t tag_lat -n 1000 -w 20 ;;
 		ucp-default-tag_bw) echo ucx_perftest "${peer[@]}" -p 13337 -t tag_bw -n 100 -s 1048576 -w 5 ;;
 		ucp-default-put_bw) echo ucx_perftest "${peer[@]}" -p 13337 -t ucp_put_bw -n 100 -s 65536 -w 5 ;;
+		ucp-verbs-stream_bw) echo env UCX_TLS=rc_verbs,ud_verbs ucx_perftest "${peer[@]}" -p 13337 -t stream_bw -n 100 -s 65536 -w 5 ;;
+		ucp-verbs-get) echo env UCX_TLS=rc_verbs,ud_verbs ucx_perftest "${peer[@]}" -p 13337 -t ucp_get -n 100 -s 65536 -w 5 ;;
 		esac ;;
 	fi-rdm)
 		if [ "$side" = server ]; then
@@ -76,6 +86,16 @@ cmd() {
 			echo qperf -lp 19765 -cm1 -t 2 "${peer[@]}" rc_lat rc_bw rc_rdma_read_bw \
 				rc_rdma_write_lat rc_fetch_add_mr quit
 		fi ;;
+	mpi-2hosts)
+		if [ "$side" = server ]; then
+			echo "$SROCE_REPO/tools/vm/tcp-rsh --serve --once --allow $VM_PEER_IP"
+		else
+			echo mpirun -np 2 --map-by node --host "$VM_PEER_IP:1,$VM_LOCAL_IP:1" \
+				--mca plm_rsh_agent "$SROCE_REPO/tools/vm/tcp-rsh" \
+				--mca oob_tcp_if_include "$VM_IFNAME" \
+				--mca pml ucx --mca osc ucx --mca btl "'^openib'" \
+				"$SROCE_BIN/sroce_mpi" --iters 2
+		fi ;;
 	esac
 }
 
@@ -88,6 +108,7 @@ client_ok() {
 		[ -n "$n" ] && [ "$n" -gt 0 ] ;;
 	fi-rdm) grep -Eq '^[0-9.]+[kmg]? +100 ' "$out" ;;
 	qperf-rc) ! grep -aqiE 'fail|error' "$out" && grep -q 'rc_fetch_add_mr' "$out" ;;
+	mpi-2hosts) grep -Eq '^mpi: 2 ranks, [0-9]+ checks, [0-9]+ bytes verified, 0 errors$' "$out" ;;
 	esac
 }
 
@@ -120,7 +141,7 @@ drive() {
 	eval timeout 180 $(cmd "$name" client) >/tmp/vm2-client.out 2>&1 </dev/null
 	rc=$?
 	if [ "$rc" = 0 ]; then
-		grep -a 'Final:' /tmp/vm2-client.out || tail -n 3 /tmp/vm2-client.out
+		grep -aE 'Final:|^mpi: ' /tmp/vm2-client.out || tail -n 3 /tmp/vm2-client.out
 	else
 		tail -n 25 /tmp/vm2-client.out
 	fi
@@ -132,9 +153,9 @@ tap_plan ${#tests[@]}
 for i in "${!tests[@]}"; do
 	read -r name min_a min_b port <<<"${tests[$i]}"
 	if [ "$role" = a ]; then
-		tap_check "sroce0 serves $name" serve "$name" "$min_a" "$port" "$i"
+		TAP_VERBOSE=1 tap_check "sroce0 serves $name" serve "$name" "$min_a" "$port" "$i"
 	else
-		tap_check "sroce0 drives $name" drive "$name" "$min_b" "$port" "$i"
+		TAP_VERBOSE=1 tap_check "sroce0 drives $name" drive "$name" "$min_b" "$port" "$i"
 	fi
 done
 tap_done
