@@ -20,6 +20,9 @@
 #    without a GRH: Documentation/admin-guide.rst, "Middleware").
 # Each pair is also checked to have gone through sroce: the receiving
 # device's rx_packets rose by at least its message count.
+#
+# ~3 minutes quiet, more than half run-all's default limit on a slow host:
+# run-all-timeout: 600
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
