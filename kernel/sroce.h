@@ -388,6 +388,7 @@ struct sroce_comp {
 /* A READ or atomic the responder executed: replayed for duplicates. */
 struct sroce_resp_res {
 	u8 type;			/* 0 (free), SROCE_RTX_READ, _ATOMIC */
+	u8 opcode;			/* the request's: duplicates match it */
 	u32 first_psn;
 	u32 last_psn;
 	u64 va;
@@ -558,6 +559,8 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int sroce_dealloc_mw(struct ib_mw *ibmw);
 u8 sroce_mw_bind(struct sroce_qp *qp, const struct sroce_send_wqe *wqe);
 int sroce_key_invalidate(struct sroce_qp *qp, u32 key, bool remote);
+struct sroce_mr *sroce_mr_get_remote_whole(struct sroce_qp *qp, u32 rkey,
+					   int access);
 struct sroce_mr *sroce_mr_get_remote(struct sroce_qp *qp, u32 rkey, u64 iova,
 				     u64 len, int access);
 bool sroce_mr_unhook(struct sroce_dev *sdev, struct sroce_mr *mr);
@@ -594,6 +597,7 @@ int sroce_mr_lend(const struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
 		  u32 len);
 int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
 		      const struct sk_buff *skb, u32 off, u32 len);
+int sroce_mr_atomic_write(const struct sroce_mr *mr, u64 iova, u64 value);
 int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig);
 

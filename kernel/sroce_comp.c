@@ -6,8 +6,9 @@
  *
  * Responses are handled in the receive softirq. An ACK with PSN p says
  * every request packet up to p arrived (ACKs may be coalesced); a READ
- * response or atomic ACK also acknowledges every PSN before it. A READ or
- * atomic completes only with its own response: an ACK beyond one that is
+ * response or atomic ACK also acknowledges every PSN before it. A READ,
+ * an atomic, an ATOMIC WRITE or a FLUSH (the last two answered by a READ
+ * response of no payload) completes only with its own response: an ACK beyond one that is
  * still waiting means its responses were lost, and the requester goes
  * back to it (go-back-N). So does a sequence NAK or a timeout; the
  * requester restarts at the oldest incomplete WQE, from the oldest
@@ -366,7 +367,8 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 	if (pkt->mask & SROCE_M_ATOMIC) {
 		u64 orig = pkt->orig;
 
-		if (wqe->opcode == SROCE_WR_RDMA_READ ||
+		if ((wqe->opcode != SROCE_WR_ATOMIC_CMP_AND_SWP &&
+		     wqe->opcode != SROCE_WR_ATOMIC_FETCH_AND_ADD) ||
 		    pkt->psn != m->first_psn)
 			goto stale;
 		status = sroce_comp_scatter(qp, wqe, 0, NULL, 0, &orig,
@@ -374,6 +376,15 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 		goto complete;
 	}
 
+	if (wqe->opcode == SROCE_WR_ATOMIC_WRITE ||
+	    wqe->opcode == SROCE_WR_FLUSH) {
+		/* IBTA 1.5: one READ response, no payload, at its PSN. */
+		if (pkt->opcode != SROCE_OP_READ_RESP_ONLY || pkt->paylen ||
+		    pkt->psn != m->first_psn)
+			goto stale;
+		status = IB_WC_SUCCESS;
+		goto complete;
+	}
 	if (wqe->opcode != SROCE_WR_RDMA_READ)
 		goto stale;
 	expect = sroce_psn_add(m->first_psn, m->resp_off / qp->mtu);

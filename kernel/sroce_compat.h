@@ -186,4 +186,19 @@ static inline int sroce_resize_cq_int(struct ib_cq *ibcq, int cqe,
 #define SROCE_OPS_RESIZE_CQ .resize_cq = sroce_resize_cq_int
 #endif
 
+/*
+ * RDMA FLUSH and ATOMIC WRITE (IBTA 1.5) came to ib_core in 6.2: the MR and
+ * QP access bit, the device caps, the completion opcodes and a kernel
+ * ULP's work request. Before, ib_core refuses the access bit, so no MR
+ * can be flushed (the cap stays 0 and sroce says it cannot flush), and
+ * no kernel ULP can ask for either. User atomic writes need none of it.
+ */
+#ifndef SROCE_HAVE_IB_FLUSH
+#define IB_ACCESS_FLUSH_GLOBAL		0
+#define IB_DEVICE_FLUSH_GLOBAL		0ULL
+#define IB_DEVICE_ATOMIC_WRITE		(1ULL << 40)	/* uverbs' value */
+#define IB_WC_FLUSH			8
+#define IB_WC_ATOMIC_WRITE		9
+#endif
+
 #endif /* SROCE_COMPAT_H */

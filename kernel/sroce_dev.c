@@ -104,7 +104,9 @@ static int sroce_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_MEM_MGT_EXTENSIONS |
 				 IB_DEVICE_MEM_WINDOW |
-				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IB_DEVICE_ATOMIC_WRITE |
+				 IB_DEVICE_FLUSH_GLOBAL;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->max_send_sge = SROCE_MAX_SGE;
 	attr->max_recv_sge = SROCE_MAX_SGE;
@@ -220,6 +222,9 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 {
 	struct sroce_alloc_ucontext_resp resp = {
 		.abi_version = SROCE_UVERBS_ABI_VERSION,
+		/* FLUSH needs MRs ib_core lets have flush access (6.2). */
+		.flags = SROCE_CTX_F_ATOMIC_WRITE |
+			 (IB_ACCESS_FLUSH_GLOBAL ? SROCE_CTX_F_FLUSH : 0),
 		.max_inline_data = SROCE_MAX_INLINE,
 	};
 

@@ -39,7 +39,7 @@
 #define SROCE_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 			 IB_ACCESS_MW_BIND | IB_ACCESS_HUGETLB | \
-			 IB_ACCESS_RELAXED_ORDERING)
+			 IB_ACCESS_RELAXED_ORDERING | IB_ACCESS_FLUSH_GLOBAL)
 
 /* May an MR be registered with @access on @ibdev? */
 int sroce_mr_check_access(struct ib_device *ibdev, int access)
@@ -696,6 +696,30 @@ int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		*orig = atomic64_cmpxchg(p, compare, swap_add);
 	else
 		*orig = atomic64_fetch_add(swap_add, p);
+	return 0;
+}
+
+/**
+ * sroce_mr_atomic_write - store 8 bytes at @iova in one store (IBTA 1.5
+ *	ATOMIC WRITE), after everything placed before it
+ * @mr: a region whose range the caller checked
+ * @iova: an 8-byte aligned address in it
+ * @value: the bytes, as they came
+ *
+ * Return: 0, -EINVAL if the word is not aligned in memory (an MR whose
+ * iova and address differ in their low bits), -EFAULT if it is gone.
+ */
+int sroce_mr_atomic_write(const struct sroce_mr *mr, u64 iova, u64 value)
+{
+	u32 room;
+	u64 *p = sroce_mr_addr(mr, iova, &room);
+
+	if (!p || room < sizeof(u64))
+		return -EFAULT;
+	if ((uintptr_t)p & 7)
+		return -EINVAL;
+	/* Ordered after the placements before it; one 8-byte store. */
+	smp_store_release(p, value);
 	return 0;
 }
 

@@ -283,3 +283,26 @@ struct sroce_mr *sroce_mr_get_remote(struct sroce_qp *qp, u32 rkey, u64 iova,
 	sroce_mr_put(key);
 	return mr;
 }
+
+/**
+ * sroce_mr_get_remote_whole - the MR an rkey names, for an access to all
+ *	of it (or of the window) needing @access through @qp
+ * @qp: the responder's QP
+ * @rkey: an MR's key, or a bound window's
+ * @access: IB_ACCESS_* every one of which must be granted
+ *
+ * Return: the MR with a reference (sroce_mr_put()), or NULL.
+ */
+struct sroce_mr *sroce_mr_get_remote_whole(struct sroce_qp *qp, u32 rkey,
+					   int access)
+{
+	struct sroce_mr *key = sroce_mr_get(to_sdev(qp->ibqp.device), rkey);
+	u64 start;
+
+	if (!key)
+		return NULL;
+	start = key->iova;	/* the MR's, or the window's */
+	sroce_mr_put(key);
+	/* Looked up again with every check: the key may change meanwhile. */
+	return sroce_mr_get_remote(qp, rkey, start, 0, access);
+}

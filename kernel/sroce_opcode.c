@@ -3,9 +3,11 @@
  * sroce: the opcode table (which headers each opcode carries, what it
  * means, which QP types may use it) and the header codec.
  *
- * Header order after the BTH (IBTA 9.2): DETH, RETH, AtomicETH, AETH,
- * AtomicAckETH, ImmDt, IETH. No opcode carries both ImmDt and IETH, nor
- * RETH and AtomicETH.
+ * Header order after the BTH (IBTA 9.2): DETH, FETH, RETH, AtomicETH,
+ * AETH, AtomicAckETH, ImmDt, IETH. No opcode carries both ImmDt and IETH,
+ * nor RETH and AtomicETH. FLUSH (BTH, FETH, RETH) and ATOMIC WRITE (BTH,
+ * RETH, 8 payload bytes) are IBTA 1.5's; both are answered with a READ
+ * response of no payload.
  *
  * No locking: the table is constant, the codec works on caller buffers.
  */
@@ -25,7 +27,8 @@
 			 (((m) & SROCE_M_ATMACK) ? SROCE_ATMACK_BYTES : 0) + \
 			 (((m) & SROCE_M_IMMDT) ? SROCE_IMMDT_BYTES : 0) +	\
 			 (((m) & SROCE_M_IETH) ? SROCE_IETH_BYTES : 0) +	\
-			 (((m) & SROCE_M_DETH) ? SROCE_DETH_BYTES : 0))
+			 (((m) & SROCE_M_DETH) ? SROCE_DETH_BYTES : 0) +	\
+			 (((m) & SROCE_M_FETH) ? SROCE_FETH_BYTES : 0))
 
 #define OP(code, m, qpt) \
 	[code] = { .mask = (m), .hdr_len = HDR_LEN(m), .valid_qpt = (qpt) }
@@ -78,6 +81,12 @@ const struct sroce_opcode_info sroce_opcode_table[256] = {
 	   SEND_REQ | SROCE_M_LAST | SROCE_M_IETH, QPT_RC),
 	OP(SROCE_OP_SEND_ONLY_INV,
 	   SEND_REQ | SROCE_M_ONLY | SROCE_M_IETH, QPT_RC),
+	OP(SROCE_OP_FLUSH,
+	   SROCE_M_REQ | SROCE_M_FLUSH | SROCE_M_ONLY | SROCE_M_FETH |
+	   SROCE_M_RETH, QPT_RC),
+	OP(SROCE_OP_ATOMIC_WRITE,
+	   SROCE_M_REQ | SROCE_M_ATOMIC_WRITE | SROCE_M_ONLY | SROCE_M_RETH |
+	   SROCE_M_PAYLOAD, QPT_RC),
 
 	/* UC: the send and write opcodes of RC */
 	OP(SROCE_TRANSPORT_UC | SROCE_OP_SEND_FIRST,
@@ -141,6 +150,12 @@ void sroce_hdr_build(u8 *buf, const struct sroce_pkt *pkt)
 		put_unaligned_be32(pkt->qkey, p);
 		put_unaligned_be32(pkt->sqpn & SROCE_BTH_QPN_MASK, p + 4);
 		p += SROCE_DETH_BYTES;
+	}
+	if (mask & SROCE_M_FETH) {
+		put_unaligned_be32((pkt->flush_type & SROCE_FETH_PLT_MASK) |
+				   ((pkt->flush_level << SROCE_FETH_SEL_SHIFT) &
+				    SROCE_FETH_SEL_MASK), p);
+		p += SROCE_FETH_BYTES;
 	}
 	if (mask & SROCE_M_RETH) {
 		put_unaligned_be64(pkt->va, p);
@@ -217,6 +232,14 @@ int sroce_hdr_parse(const u8 *buf, unsigned int len, struct sroce_pkt *pkt)
 		pkt->qkey = get_unaligned_be32(p);
 		pkt->sqpn = get_unaligned_be32(p + 4) & SROCE_BTH_QPN_MASK;
 		p += SROCE_DETH_BYTES;
+	}
+	if (info->mask & SROCE_M_FETH) {
+		/* Reserved bits are ignored on receive. */
+		w = get_unaligned_be32(p);
+		pkt->flush_type = w & SROCE_FETH_PLT_MASK;
+		pkt->flush_level = (w & SROCE_FETH_SEL_MASK) >>
+				   SROCE_FETH_SEL_SHIFT;
+		p += SROCE_FETH_BYTES;
 	}
 	if (info->mask & SROCE_M_RETH) {
 		pkt->va = get_unaligned_be64(p);

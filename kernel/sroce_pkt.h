@@ -25,6 +25,7 @@
 #define SROCE_IMMDT_BYTES	4
 #define SROCE_IETH_BYTES	4
 #define SROCE_DETH_BYTES	8
+#define SROCE_FETH_BYTES	4
 #define SROCE_ICRC_BYTES	4
 #define SROCE_MAX_HDR_BYTES	(SROCE_BTH_BYTES + SROCE_DETH_BYTES + \
 				 SROCE_ATMETH_BYTES + SROCE_IMMDT_BYTES)
@@ -45,6 +46,14 @@
 
 #define SROCE_DEFAULT_PKEY_FULL	0xffff
 #define SROCE_GSI_QKEY		0x80010000U
+
+/* IBTA 9.4.1: a message, and so a RETH's DMA length, is at most 2^31. */
+#define SROCE_MAX_MSG_BYTES	(1U << 31)
+
+/* FETH: placement type (bits 3:0) and selectivity level (bits 5:4). */
+#define SROCE_FETH_PLT_MASK	0x0000000fU
+#define SROCE_FETH_SEL_SHIFT	4
+#define SROCE_FETH_SEL_MASK	0x00000030U
 
 /* AETH syndrome (bits 7:5 the type, 4:0 the value). */
 #define SROCE_AETH_TYPE_MASK	0xe0
@@ -87,7 +96,9 @@ enum sroce_opcode {
 	SROCE_OP_FETCH_ADD = 0x14,
 	SROCE_OP_SEND_LAST_INV = 0x16,
 	SROCE_OP_SEND_ONLY_INV = 0x17,
-	SROCE_OP_NUM = 0x18,		/* operation codes within a transport */
+	SROCE_OP_FLUSH = 0x1c,		/* IBTA 1.5 */
+	SROCE_OP_ATOMIC_WRITE = 0x1d,	/* IBTA 1.5 */
+	SROCE_OP_NUM = 0x1e,		/* operation codes within a transport */
 };
 
 #define SROCE_TRANSPORT_MASK	0xe0
@@ -116,6 +127,12 @@ enum sroce_op_mask {
 	SROCE_M_READ = BIT(16),
 	SROCE_M_ATOMIC = BIT(17),
 	SROCE_M_ACK = BIT(18),		/* ACK/NAK, atomic ACK */
+	SROCE_M_FETH = BIT(19),
+	SROCE_M_FLUSH = BIT(20),
+	SROCE_M_ATOMIC_WRITE = BIT(21),
+	/* Answered from a responder resource, one PSN, never re-executed. */
+	SROCE_M_RD_ATOMIC = SROCE_M_READ | SROCE_M_ATOMIC | SROCE_M_FLUSH |
+			    SROCE_M_ATOMIC_WRITE,
 	SROCE_M_START = SROCE_M_FIRST | SROCE_M_ONLY,
 	SROCE_M_END = SROCE_M_LAST | SROCE_M_ONLY,
 };
@@ -155,6 +172,9 @@ struct sroce_pkt {
 	/* ImmDt / IETH */
 	__be32 imm;
 	u32 inv_rkey;
+	/* FETH */
+	u8 flush_type;
+	u8 flush_level;
 	/* DETH */
 	u32 qkey;
 	u32 sqpn;
@@ -200,6 +220,14 @@ static inline bool sroce_psn_in_resp_window(u32 psn, u32 una, u32 max_psn)
 	return sroce_psn_diff(psn, una) >= -1 &&
 	       sroce_psn_diff(psn, max_psn) < 0;
 }
+
+/* IBTA 9.4.1: a message, and so a RETH's DMA length, is at most 2^31. */
+#define SROCE_MAX_MSG_BYTES	(1U << 31)
+
+/* FETH: placement type (bits 3:0) and selectivity level (bits 5:4). */
+#define SROCE_FETH_PLT_MASK	0x0000000fU
+#define SROCE_FETH_SEL_SHIFT	4
+#define SROCE_FETH_SEL_MASK	0x00000030U
 
 /* AETH syndrome: the type in bits 7:5, the value in bits 4:0. */
 static inline u8 sroce_aeth_syndrome(u8 type, u8 value)

@@ -356,6 +356,10 @@ u8 sroce_wc_opcode(u8 wr_opcode)
 		return IB_WC_COMP_SWAP;
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case SROCE_WR_ATOMIC_WRITE:
+		return IB_WC_ATOMIC_WRITE;
+	case SROCE_WR_FLUSH:
+		return IB_WC_FLUSH;
 	case SROCE_WR_LOCAL_INV:
 		return IB_WC_LOCAL_INV;
 	case SROCE_WR_BIND_MW:
@@ -544,6 +548,7 @@ static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |
 				       IB_ACCESS_REMOTE_ATOMIC |
+				       IB_ACCESS_FLUSH_GLOBAL |
 				       IB_ACCESS_LOCAL_WRITE)))
 		return -EINVAL;
 	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))
@@ -903,10 +908,16 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr)
 	else
 		wqe->ex.imm_data = wr->ex.imm_data;
 
-	switch (wr->opcode) {
+	/*
+	 * As a number: IB_WR_ATOMIC_WRITE (6.2) is an ib_rdma_wr whose 8
+	 * bytes come from sg_list. No ib_verbs structure carries a FLUSH's
+	 * type and level, so a kernel ULP cannot ask for one.
+	 */
+	switch ((u32)wr->opcode) {
 	case IB_WR_RDMA_WRITE:
 	case IB_WR_RDMA_WRITE_WITH_IMM:
 	case IB_WR_RDMA_READ:
+	case SROCE_WR_ATOMIC_WRITE:
 		wqe->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
 		wqe->wr.rdma.rkey = rdma_wr(wr)->rkey;
 		break;

@@ -84,17 +84,41 @@ static bool sroce_wqe_opcode_ok(enum ib_qp_type type, u8 opcode)
 	case SROCE_WR_ATOMIC_CMP_AND_SWP:
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
 	case SROCE_WR_SEND_WITH_INV:
+	case SROCE_WR_ATOMIC_WRITE:
+	case SROCE_WR_FLUSH:
 		return type == IB_QPT_RC;
 	default:
 		return false;
 	}
 }
 
+/*
+ * Requests the responder answers from a resource (max_rd_atomic of them
+ * in flight), which complete only with their own response: READ, the
+ * atomics, and IBTA 1.5's ATOMIC WRITE and FLUSH (a READ response of no
+ * payload answers each).
+ */
 static bool sroce_wqe_is_rd_atomic(u8 opcode)
 {
 	return opcode == SROCE_WR_RDMA_READ ||
 	       opcode == SROCE_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == SROCE_WR_ATOMIC_FETCH_AND_ADD ||
+	       opcode == SROCE_WR_ATOMIC_WRITE || opcode == SROCE_WR_FLUSH;
+}
+
+/* Requests whose results the completer writes into the SGEs. */
+static bool sroce_wqe_scatters(u8 opcode)
+{
+	return opcode == SROCE_WR_RDMA_READ ||
+	       opcode == SROCE_WR_ATOMIC_CMP_AND_SWP ||
 	       opcode == SROCE_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Does the request packet carry the WQE's payload? */
+static bool sroce_wqe_sends_payload(u8 opcode)
+{
+	return !sroce_wqe_is_rd_atomic(opcode) ||
+	       opcode == SROCE_WR_ATOMIC_WRITE;
 }
 
 static bool sroce_wqe_is_local(u8 opcode)
@@ -155,7 +179,14 @@ static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe)
 		return IB_WC_LOC_LEN_ERR;
 	if ((wqe->flags & SROCE_WQE_F_INLINE) &&
 	    (wqe->inline_len > qp->max_inline ||
-	     sroce_wqe_is_rd_atomic(wqe->opcode)))
+	     !sroce_wqe_sends_payload(wqe->opcode)))
+		return IB_WC_LOC_LEN_ERR;
+	/* A FLUSH carries nothing; its level and type are checked there. */
+	if (wqe->opcode == SROCE_WR_FLUSH &&
+	    (wqe->num_sge || wqe->wr.flush.length > SROCE_MAX_MSG_BYTES ||
+	     wqe->wr.flush.level > SROCE_FLUSH_MR ||
+	     (wqe->wr.flush.type & ~(SROCE_FLUSH_GLOBAL |
+				     SROCE_FLUSH_PERSISTENT))))
 		return IB_WC_LOC_LEN_ERR;
 	return IB_WC_SUCCESS;
 }
@@ -189,7 +220,7 @@ static u8 sroce_req_check_payload(struct sroce_qp *qp,
 			/* READ and atomic results are written to the SGEs. */
 			mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, sge[i].lkey,
 						  sge[i].addr, sge[i].length,
-						  sroce_wqe_is_rd_atomic(wqe->opcode) ?
+						  sroce_wqe_scatters(wqe->opcode) ?
 						  IB_ACCESS_LOCAL_WRITE : 0);
 			if (!mr)
 				return IB_WC_LOC_PROT_ERR;
@@ -203,6 +234,11 @@ static u8 sroce_req_check_payload(struct sroce_qp *qp,
 	case SROCE_WR_ATOMIC_CMP_AND_SWP:
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
 		if (total != sizeof(u64) || (wqe->wr.atomic.remote_addr & 7))
+			return IB_WC_LOC_LEN_ERR;
+		break;
+	case SROCE_WR_ATOMIC_WRITE:
+		/* Eight bytes to one naturally aligned word. */
+		if (total != sizeof(u64) || (wqe->wr.rdma.remote_addr & 7))
 			return IB_WC_LOC_LEN_ERR;
 		break;
 	case SROCE_WR_SEND:
@@ -321,6 +357,10 @@ static u8 sroce_req_opcode(const struct sroce_qp *qp, u8 wr_opcode,
 		return SROCE_OP_CMP_SWAP;
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
 		return SROCE_OP_FETCH_ADD;
+	case SROCE_WR_ATOMIC_WRITE:
+		return SROCE_OP_ATOMIC_WRITE;
+	case SROCE_WR_FLUSH:
+		return SROCE_OP_FLUSH;
 	case SROCE_WR_RDMA_WRITE:
 	case SROCE_WR_RDMA_WRITE_WITH_IMM:
 		if (first && last)
@@ -349,8 +389,8 @@ static u8 sroce_req_opcode(const struct sroce_qp *qp, u8 wr_opcode,
 static u32 sroce_req_npkts(const struct sroce_qp *qp,
 			   const struct sroce_send_wqe *wqe, u32 length)
 {
-	if (wqe->opcode == SROCE_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == SROCE_WR_ATOMIC_FETCH_AND_ADD || !length)
+	if ((sroce_wqe_is_rd_atomic(wqe->opcode) &&
+	     wqe->opcode != SROCE_WR_RDMA_READ) || !length)
 		return 1;
 	return DIV_ROUND_UP(length, qp->mtu);
 }
@@ -543,7 +583,14 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 	pkt->se = last && (wqe->flags & SROCE_WQE_F_SOLICITED) &&
 		  (mask & (SROCE_M_SEND | SROCE_M_IMMDT));
 
-	if (mask & SROCE_M_RETH) {
+	if (mask & SROCE_M_FETH) {
+		/* Checked at fetch: length within 2^31, type and level known. */
+		pkt->va = wqe->wr.flush.remote_addr;
+		pkt->rkey = wqe->wr.flush.rkey;
+		pkt->dmalen = wqe->wr.flush.length;
+		pkt->flush_type = wqe->wr.flush.type;
+		pkt->flush_level = wqe->wr.flush.level;
+	} else if (mask & SROCE_M_RETH) {
 		/* A READ asked again starts where its responses stopped. */
 		pkt->va = wqe->wr.rdma.remote_addr + offset;
 		pkt->rkey = wqe->wr.rdma.rkey;
@@ -567,8 +614,11 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 		pkt->sqpn = qp->qpn;
 	}
 
-	if (qp->ibqp.qp_type == IB_QPT_RC && !(mask & SROCE_M_READ) &&
-	    !(mask & SROCE_M_ATOMIC)) {
+	/* Answered anyway; IBTA 1.5 has FLUSH and ATOMIC WRITE ask. */
+	if (mask & (SROCE_M_FLUSH | SROCE_M_ATOMIC_WRITE))
+		pkt->ackreq = true;
+	else if (qp->ibqp.qp_type == IB_QPT_RC && !(mask & SROCE_M_READ) &&
+		 !(mask & SROCE_M_ATOMIC)) {
 		if (++qp->req.noack >= SROCE_REQ_ACK_EVERY || ack_now) {
 			pkt->ackreq = true;
 			qp->req.noack = 0;
@@ -746,7 +796,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 	}
 
 	while (*budget > 0) {
-		u32 paylen = m->rd_atomic ? 0 :
+		u32 paylen = !sroce_wqe_sends_payload(wqe->opcode) ? 0 :
 			     min(m->length - req->offset, qp->mtu);
 		bool last = m->rd_atomic || req->offset + paylen >= m->length;
 		bool ack_now;

@@ -5,10 +5,10 @@
  *
  * Requests are handled in the receive softirq, in PSN order: a request
  * at the expected PSN executes (SEND into a receive WQE, WRITE into an
- * MR, READ and atomic recorded as resources), one beyond it earns a
- * single sequence NAK, one before it is a duplicate: SEND and WRITE are
- * acknowledged again, READ and atomic are answered again from their
- * resource (an atomic is never executed twice). Every access is checked
+ * MR; READ, atomics, ATOMIC WRITE and FLUSH recorded as resources), one
+ * beyond it earns a single sequence NAK, one before it is a duplicate:
+ * SEND and WRITE are acknowledged again, the others are answered again
+ * from their resource (an atomic is never executed twice). Every access is checked
  * against the MR's key, PD, access rights and bounds before a byte moves;
  * a failed check is answered with a NAK and moves the QP to error. From
  * the request that failed on, the responder takes nothing more
@@ -570,6 +570,7 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 	}
 
 	res->type = atomic ? SROCE_RTX_ATOMIC : SROCE_RTX_READ;
+	res->opcode = pkt->opcode;
 	res->first_psn = pkt->psn;
 	res->last_psn = sroce_psn_add(pkt->psn,
 				      atomic ? 0 : sroce_resp_npkts(qp, len) - 1);
@@ -584,6 +585,106 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 
 access_error:
 	sroce_resp_nak(qp, SROCE_NAK_REM_ACCESS, pkt->psn);
+	return SROCE_RESP_KICK | SROCE_RESP_ERROR;
+}
+
+/*
+ * ATOMIC WRITE (IBTA 1.5): eight bytes to a naturally aligned word of an
+ * MR with remote write, in one store. Return 0 or the NAK code.
+ */
+static int sroce_resp_do_atomic_write(struct sroce_qp *qp, struct sk_buff *skb,
+				      const struct sroce_pkt *pkt)
+{
+	struct sroce_mr *mr;
+	u64 value;
+	int err;
+
+	if (pkt->dmalen != sizeof(value) || pkt->paylen != sizeof(value) ||
+	    pkt->pad || (pkt->va & 7))
+		return SROCE_NAK_INVALID_REQ;
+	if (!(qp->attr.access & IB_ACCESS_REMOTE_WRITE))
+		return SROCE_NAK_REM_ACCESS;
+	mr = sroce_mr_get_remote(qp, pkt->rkey, pkt->va, sizeof(value),
+				 IB_ACCESS_REMOTE_WRITE);
+	if (!mr)
+		return SROCE_NAK_REM_ACCESS;
+	if (skb_copy_bits(skb, pkt->payload_off, &value, sizeof(value)))
+		err = -EFAULT;
+	else
+		err = sroce_mr_atomic_write(mr, pkt->va, value);
+	sroce_mr_put(mr);
+	if (err)
+		return err == -EINVAL ? SROCE_NAK_INVALID_REQ :
+					SROCE_NAK_REM_ACCESS;
+	return 0;
+}
+
+/*
+ * FLUSH (IBTA 1.5) of a range, or of the whole MR the rkey names: each
+ * placement type asked for needs the QP's and the MR's flush access.
+ * sroce places by CPU stores into memory all CPUs share, so global
+ * visibility is a write barrier; no MR is persistent memory (none can be
+ * registered FLUSH_PERSISTENT), so a persistent FLUSH finds no access.
+ * Return 0 or the NAK code.
+ */
+static int sroce_resp_do_flush(struct sroce_qp *qp, const struct sroce_pkt *pkt)
+{
+	int access = IB_ACCESS_FLUSH_GLOBAL;
+	struct sroce_mr *mr;
+
+	if (pkt->flush_level > SROCE_FLUSH_MR)
+		return SROCE_NAK_INVALID_REQ;
+	if (!(pkt->flush_type & SROCE_FLUSH_GLOBAL))
+		access = 0;
+	if ((pkt->flush_type & ~SROCE_FLUSH_GLOBAL) ||
+	    (access && !(qp->attr.access & access)))
+		return SROCE_NAK_REM_ACCESS;
+	if (pkt->flush_level == SROCE_FLUSH_MR)
+		mr = sroce_mr_get_remote_whole(qp, pkt->rkey, access);
+	else
+		mr = sroce_mr_get_remote(qp, pkt->rkey, pkt->va, pkt->dmalen,
+					 access);
+	if (!mr)
+		return SROCE_NAK_REM_ACCESS;
+	sroce_mr_put(mr);
+	/* Everything placed before it, visible before its answer. */
+	wmb();
+	return 0;
+}
+
+/*
+ * An ATOMIC WRITE or FLUSH at the expected PSN: executed once, answered
+ * (and answered again for a duplicate) from a resource.
+ */
+static u32 sroce_resp_flush_write(struct sroce_qp *qp, struct sk_buff *skb,
+				  const struct sroce_pkt *pkt)
+{
+	struct sroce_resp_res *res;
+	int nak;
+
+	res = sroce_resp_new_res(qp);
+	if (!res) {
+		/* More outstanding than max_dest_rd_atomic allows. */
+		nak = SROCE_NAK_INVALID_REQ;
+		goto nak;
+	}
+	if (pkt->mask & SROCE_M_ATOMIC_WRITE)
+		nak = sroce_resp_do_atomic_write(qp, skb, pkt);
+	else
+		nak = sroce_resp_do_flush(qp, pkt);
+	if (nak)
+		goto nak;	/* the slot stays free (type 0) */
+	res->type = SROCE_RTX_READ;	/* a READ response of no payload */
+	res->opcode = pkt->opcode;
+	res->first_psn = pkt->psn;
+	res->last_psn = pkt->psn;
+	qp->resp.psn = sroce_psn_add(pkt->psn, 1);
+	qp->resp.msn = (qp->resp.msn + 1) & SROCE_MSN_MASK;
+	sroce_resp_queue_res(qp, res, res->first_psn);
+	return SROCE_RESP_KICK;
+
+nak:
+	sroce_resp_nak(qp, nak, pkt->psn);
 	return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 }
 
@@ -617,7 +718,7 @@ static u32 sroce_resp_duplicate(struct sroce_qp *qp,
 	u32 i;
 
 	sroce_count(sdev, SROCE_CNT_DUP_REQUESTS, 1);
-	if (!(pkt->mask & (SROCE_M_READ | SROCE_M_ATOMIC))) {
+	if (!(pkt->mask & SROCE_M_RD_ATOMIC)) {
 		/*
 		 * Re-acknowledge where the requester asked for an ACK: one
 		 * per resent message, not one per resent packet.
@@ -634,12 +735,14 @@ static u32 sroce_resp_duplicate(struct sroce_qp *qp,
 		if (!res->type || sroce_psn_diff(pkt->psn, res->first_psn) < 0 ||
 		    sroce_psn_diff(pkt->psn, res->last_psn) > 0)
 			continue;
-		if (!!(pkt->mask & SROCE_M_ATOMIC) !=
-		    (res->type == SROCE_RTX_ATOMIC))
+		/* The same request: READ from any of its PSNs, others one. */
+		if (res->opcode != pkt->opcode ||
+		    (!(pkt->mask & SROCE_M_READ) && pkt->psn != res->first_psn))
 			continue;
-		if ((pkt->mask & SROCE_M_ATOMIC) && pkt->psn != res->first_psn)
-			continue;
-		/* Replayed, not re-executed: an atomic keeps its result. */
+		/*
+		 * Replayed, not re-executed: an atomic keeps its result, an
+		 * ATOMIC WRITE is not stored again over what followed it.
+		 */
 		sroce_resp_tx_truncate(qp, pkt->psn);
 		sroce_resp_queue_res(qp, res, pkt->psn);
 		return SROCE_RESP_KICK;
@@ -669,9 +772,6 @@ bool sroce_resp_msg_in_order(enum sroce_resp_msg msg, u32 mask)
 	}
 }
 
-/* IBTA 9.4.1: a message, and so a RETH's DMA length, is at most 2^31. */
-#define SROCE_MAX_MSG_BYTES	(1U << 31)
-
 /* An RC or UC request at the expected PSN. */
 static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
 			      const struct sroce_pkt *pkt)
@@ -692,6 +792,8 @@ static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 	if (pkt->mask & (SROCE_M_READ | SROCE_M_ATOMIC))
 		return sroce_resp_rd_atomic(qp, pkt);
+	if (pkt->mask & (SROCE_M_FLUSH | SROCE_M_ATOMIC_WRITE))
+		return sroce_resp_flush_write(qp, skb, pkt);
 
 	if (pkt->mask & SROCE_M_SEND)
 		ret = sroce_resp_send(qp, skb, pkt);

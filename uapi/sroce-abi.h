@@ -34,6 +34,13 @@ struct sroce_alloc_ucontext_resp {
 	__u32 reserved;
 };
 
+/*
+ * What the kernel executes beyond the first ABI (a provider enables the
+ * matching ibv_qp_ex builders only when its kernel says so).
+ */
+#define SROCE_CTX_F_ATOMIC_WRITE	(1U << 0)	/* SROCE_WR_ATOMIC_WRITE */
+#define SROCE_CTX_F_FLUSH		(1U << 1)	/* SROCE_WR_FLUSH */
+
 /* Response to ibv_alloc_pd. */
 struct sroce_alloc_pd_resp {
 	__u32 pdn;
@@ -116,7 +123,23 @@ enum sroce_wr_opcode {
 	SROCE_WR_LOCAL_INV = 7,
 	SROCE_WR_BIND_MW = 8,
 	SROCE_WR_SEND_WITH_INV = 9,
+	SROCE_WR_FLUSH = 14,		/* SROCE_CTX_F_FLUSH */
+	SROCE_WR_ATOMIC_WRITE = 15,	/* SROCE_CTX_F_ATOMIC_WRITE */
 };
+
+/*
+ * ATOMIC_WRITE (RC): wr.rdma names the remote 8-byte-aligned word; the 8
+ * bytes to place are the WQE's payload (inline or SGEs, exactly 8), sent
+ * and stored as they are, in one 64-bit store.
+ * FLUSH (RC): wr.flush; no payload, no SGEs. type is the placement
+ * (SROCE_FLUSH_GLOBAL), level the selectivity (SROCE_FLUSH_RANGE or
+ * SROCE_FLUSH_MR: the whole MR the rkey names, remote_addr and length
+ * not used), the values of ibv_wr_flush(3).
+ */
+#define SROCE_FLUSH_GLOBAL	1
+#define SROCE_FLUSH_PERSISTENT	2
+#define SROCE_FLUSH_RANGE	0
+#define SROCE_FLUSH_MR		1
 
 /* Send WQE flags. */
 #define SROCE_WQE_F_SIGNALED	(1U << 0)
@@ -166,6 +189,14 @@ struct sroce_send_wqe {
 			__u32 mr_lkey;
 			__u32 access;
 		} bind_mw;
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 length;
+			__u32 rkey;
+			__u8 type;	/* SROCE_FLUSH_GLOBAL | _PERSISTENT */
+			__u8 level;	/* SROCE_FLUSH_RANGE or _MR */
+			__u16 reserved;
+		} flush;
 		__u8 raw[40];
 	} wr;
 };

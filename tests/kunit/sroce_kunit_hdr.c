@@ -45,10 +45,11 @@ static unsigned int sroce_kunit_hdr_len(u32 m)
 	       (m & SROCE_M_ATMACK ? SROCE_ATMACK_BYTES : 0) +
 	       (m & SROCE_M_IMMDT ? SROCE_IMMDT_BYTES : 0) +
 	       (m & SROCE_M_IETH ? SROCE_IETH_BYTES : 0) +
-	       (m & SROCE_M_DETH ? SROCE_DETH_BYTES : 0);
+	       (m & SROCE_M_DETH ? SROCE_DETH_BYTES : 0) +
+	       (m & SROCE_M_FETH ? SROCE_FETH_BYTES : 0);
 }
 
-/* 37 opcodes: 23 RC, 12 UC, 2 UD; nothing else. */
+/* 39 opcodes: 25 RC (FLUSH and ATOMIC WRITE among them), 12 UC, 2 UD. */
 static void sroce_hdr_table_count(struct kunit *test)
 {
 	unsigned int rc = 0, uc = 0, ud = 0, other = 0, op;
@@ -70,12 +71,16 @@ static void sroce_hdr_table_count(struct kunit *test)
 			other++;
 		}
 	}
-	KUNIT_EXPECT_EQ(test, rc, 23U);
+	KUNIT_EXPECT_EQ(test, rc, 25U);
 	KUNIT_EXPECT_EQ(test, uc, 12U);
 	KUNIT_EXPECT_EQ(test, ud, 2U);
 	KUNIT_EXPECT_EQ(test, other, 0U);
 	KUNIT_EXPECT_EQ(test, sroce_opcode_table[0x15].mask, 0U);
 	KUNIT_EXPECT_EQ(test, sroce_opcode_table[0x18].mask, 0U);
+	KUNIT_EXPECT_EQ(test, sroce_opcode_table[0x1b].mask, 0U);
+	KUNIT_EXPECT_EQ(test, sroce_opcode_table[0x1e].mask, 0U);
+	KUNIT_EXPECT_EQ(test, sroce_opcode_table[SROCE_TRANSPORT_UC |
+						 SROCE_OP_FLUSH].mask, 0U);
 	KUNIT_EXPECT_EQ(test, sroce_opcode_table[0xff].mask, 0U);
 }
 
@@ -108,9 +113,18 @@ static void sroce_hdr_table_entry(struct kunit *test)
 				!!(m & SROCE_M_START));
 	if (m & SROCE_M_ATOMIC)
 		KUNIT_EXPECT_TRUE(test, m & (SROCE_M_ATMETH | SROCE_M_ATMACK));
-	/* Payload: SEND, WRITE and READ responses; never ACKs, READ reqs. */
+	/* FETH on FLUSH only, with a RETH; ATOMIC WRITE has a RETH. */
+	KUNIT_EXPECT_EQ(test, !!(m & SROCE_M_FETH), !!(m & SROCE_M_FLUSH));
+	if (m & (SROCE_M_FLUSH | SROCE_M_ATOMIC_WRITE))
+		KUNIT_EXPECT_TRUE(test, (m & SROCE_M_RETH) &&
+				  (m & SROCE_M_ONLY) && (m & SROCE_M_REQ));
+	/*
+	 * Payload: SEND, WRITE, ATOMIC WRITE and READ responses; never ACKs,
+	 * READ requests or FLUSH.
+	 */
 	KUNIT_EXPECT_EQ(test, !!(m & SROCE_M_PAYLOAD),
-			!!(m & (SROCE_M_SEND | SROCE_M_WRITE)) ||
+			!!(m & (SROCE_M_SEND | SROCE_M_WRITE |
+				SROCE_M_ATOMIC_WRITE)) ||
 			((m & SROCE_M_READ) && (m & SROCE_M_RESP)));
 }
 
@@ -138,6 +152,8 @@ static void sroce_kunit_fill(struct sroce_pkt *pkt, u8 op, u32 paylen,
 	pkt->inv_rkey = 0x13572468 + seed;
 	pkt->qkey = 0x80010000 + seed;
 	pkt->sqpn = 0xff000001 + seed;		/* 24 bits go out */
+	pkt->flush_type = (seed * 5) & 0xf;
+	pkt->flush_level = seed & 3;
 }
 
 /* Build, parse: every field the opcode carries comes back. */
@@ -205,6 +221,10 @@ static void sroce_hdr_round_trip(struct kunit *test)
 			KUNIT_EXPECT_EQ(test, out.imm, in.imm);
 		if (m & SROCE_M_IETH)
 			KUNIT_EXPECT_EQ(test, out.inv_rkey, in.inv_rkey);
+		if (m & SROCE_M_FETH) {
+			KUNIT_EXPECT_EQ(test, out.flush_type, in.flush_type);
+			KUNIT_EXPECT_EQ(test, out.flush_level, in.flush_level);
+		}
 	}
 }
 
@@ -277,7 +297,7 @@ static void sroce_hdr_reject_unknown(struct kunit *test)
 				    -EINVAL, "opcode 0x%02x", op);
 		bad++;
 	}
-	KUNIT_EXPECT_EQ(test, bad, 256U - 37U);
+	KUNIT_EXPECT_EQ(test, bad, 256U - 39U);
 
 	sroce_kunit_fill(&pkt, SROCE_OP_SEND_ONLY, 0, 0);
 	sroce_hdr_build(buf, &pkt);
@@ -315,6 +335,15 @@ static void sroce_hdr_wire_bytes(struct kunit *test)
 		/* AtomicAckETH */
 		0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
 	};
+	static const u8 flush[] = {
+		0x1c, 0x40, 0xff, 0xff, 0x00, 0x00, 0x00, 0x05,
+		0x80, 0x00, 0x00, 0x10,
+		/* FETH: selectivity 1 (bits 5:4), placement 1 (bits 3:0) */
+		0x00, 0x00, 0x00, 0x11,
+		/* RETH */
+		0x00, 0x00, 0x7f, 0x00, 0x00, 0x00, 0x10, 0x00,
+		0x00, 0x00, 0x12, 0x34, 0x00, 0x00, 0x20, 0x00,
+	};
 	struct sroce_pkt pkt = {
 		.opcode = SROCE_OP_WRITE_ONLY_IMM, .se = true, .ackreq = true,
 		.pad = 2, .pkey = 0xffff, .dqpn = 0x123456, .psn = 0xabcdef,
@@ -345,6 +374,30 @@ static void sroce_hdr_wire_bytes(struct kunit *test)
 	pkt.orig = 0x8899aabbccddeeffULL;
 	sroce_hdr_build(buf, &pkt);
 	KUNIT_EXPECT_MEMEQ(test, buf, atomic_ack, sizeof(atomic_ack));
+
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.opcode = SROCE_OP_FLUSH;
+	pkt.pkey = 0xffff;
+	pkt.dqpn = 5;
+	pkt.psn = 0x10;
+	pkt.ackreq = true;
+	pkt.flush_type = 1;
+	pkt.flush_level = 1;
+	pkt.va = 0x7f0000001000ULL;
+	pkt.rkey = 0x1234;
+	pkt.dmalen = 0x2000;
+	sroce_hdr_build(buf, &pkt);
+	KUNIT_EXPECT_MEMEQ(test, buf, flush, sizeof(flush));
+	/* FETH bits outside the two fields are ignored on receive. */
+	buf[12] = 0xff;
+	buf[13] = 0xff;
+	buf[14] = 0xff;
+	buf[15] = 0xc2;
+	KUNIT_ASSERT_EQ(test, sroce_hdr_parse(buf, sizeof(flush) +
+					      SROCE_ICRC_BYTES, &pkt), 0);
+	KUNIT_EXPECT_EQ(test, pkt.flush_type, 2);
+	KUNIT_EXPECT_EQ(test, pkt.flush_level, 0);
+	KUNIT_EXPECT_EQ(test, pkt.rkey, 0x1234U);
 }
 
 /* FECN/BECN and the reserved bits: BECN read, the rest ignored. */

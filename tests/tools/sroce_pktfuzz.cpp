@@ -57,7 +57,7 @@ namespace {
 
 constexpr uint16_t ROCE_PORT = 4791;
 constexpr int BTH = 12, RETH = 16, AETH = 4, ATMETH = 28, ATMACK = 8, IMMDT = 4, IETH = 4,
-	      DETH = 8, ICRC = 4;
+	      DETH = 8, FETH = 4, ICRC = 4;
 constexpr uint32_t PSN_MASK = 0xffffff;
 constexpr uint32_t MCAST_QPN = 0xffffff;
 constexpr uint32_t GSI_QKEY = 0x80010000;
@@ -69,6 +69,7 @@ enum : uint32_t {
 	M_IMMDT = 1 << 4, M_IETH = 1 << 5, M_DETH = 1 << 6, M_PAYLOAD = 1 << 7,
 	M_REQ = 1 << 8, M_RESP = 1 << 9, M_FIRST = 1 << 10, M_MIDDLE = 1 << 11,
 	M_LAST = 1 << 12, M_ONLY = 1 << 13, M_READ = 1 << 14, M_ATOMIC = 1 << 15,
+	M_FETH = 1 << 16, M_ATOMIC_WRITE = 1 << 17,
 };
 
 enum : uint8_t {
@@ -77,6 +78,7 @@ enum : uint8_t {
 	OP_WRITE_ONLY, OP_WRITE_ONLY_IMM, OP_READ_REQ, OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE,
 	OP_READ_RESP_LAST, OP_READ_RESP_ONLY, OP_ACK, OP_ATOMIC_ACK, OP_CMP_SWAP, OP_FETCH_ADD,
 	OP_SEND_LAST_INV = 0x16, OP_SEND_ONLY_INV = 0x17,
+	OP_FLUSH = 0x1c, OP_ATOMIC_WRITE = 0x1d,	// IBTA 1.5
 	UC = 0x20, UD = 0x60,
 };
 
@@ -112,6 +114,8 @@ void init_opcodes()
 	op_mask[OP_FETCH_ADD] = M_REQ | M_ATOMIC | M_ONLY | M_ATMETH;
 	op_mask[OP_SEND_LAST_INV] = send | M_LAST | M_IETH;
 	op_mask[OP_SEND_ONLY_INV] = send | M_ONLY | M_IETH;
+	op_mask[OP_FLUSH] = M_REQ | M_ONLY | M_FETH | M_RETH;
+	op_mask[OP_ATOMIC_WRITE] = M_REQ | M_ONLY | M_RETH | M_PAYLOAD | M_ATOMIC_WRITE;
 	op_mask[UD | OP_SEND_ONLY] = send | M_ONLY | M_DETH;
 	op_mask[UD | OP_SEND_ONLY_IMM] = send | M_ONLY | M_DETH | M_IMMDT;
 }
@@ -121,7 +125,8 @@ int hdr_len(uint8_t op)
 	uint32_t m = op_mask[op];
 	return BTH + (m & M_RETH ? RETH : 0) + (m & M_AETH ? AETH : 0) +
 	       (m & M_ATMETH ? ATMETH : 0) + (m & M_ATMACK ? ATMACK : 0) +
-	       (m & M_IMMDT ? IMMDT : 0) + (m & M_IETH ? IETH : 0) + (m & M_DETH ? DETH : 0);
+	       (m & M_IMMDT ? IMMDT : 0) + (m & M_IETH ? IETH : 0) + (m & M_DETH ? DETH : 0) +
+	       (m & M_FETH ? FETH : 0);
 }
 
 // ---- ICRC -----------------------------------------------------------------
@@ -268,6 +273,11 @@ void build(pkt &p, const fields &f)
 	if (m & M_DETH) {
 		put32(h, f.qkey), put32(h + 4, f.sqpn & PSN_MASK);
 		h += DETH;
+	}
+	if (m & M_FETH) {
+		// Placement and selectivity mostly known, reserved bits sometimes.
+		put32(h, chance(80) ? rn(4) | rn(3) << 4 : (uint32_t)rnd());
+		h += FETH;
 	}
 	if (m & M_RETH) {
 		put64(h, f.va), put32(h + 8, f.rkey), put32(h + 12, f.dmalen);
@@ -802,10 +812,12 @@ void gen_victim_req(pkt &p)
 	// Mostly the expected PSN; around it or anywhere otherwise.
 	f.psn = chance(80) ? epsn : chance(70) ? (epsn + rn(9) - 4) & PSN_MASK : (uint32_t)rnd();
 	uint32_t m = op_mask[op];
+	if ((m & M_ATOMIC_WRITE) && chance(80))
+		f.paylen = 8;
 	uint32_t len = m & M_ATOMIC ? 8 : m & M_READ ? rn(3 * o.mtu) : f.paylen;
 	if (m & (M_RETH | M_ATMETH))
 		victim_reth(f, len);
-	if ((m & M_ATOMIC) && chance(70))
+	if ((m & (M_ATOMIC | M_ATOMIC_WRITE)) && chance(70))
 		f.va &= ~7ULL;
 	build(p, f);
 	if (f.psn == epsn) {
