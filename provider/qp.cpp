@@ -161,7 +161,8 @@ static constexpr uint32_t kQpInitCompMask = IBV_QP_INIT_ATTR_PD |
 // EOPNOTSUPP: other comp_mask bits, create flags, QP types, and
 // send_ops_flags with an unknown bit or an opcode the QP type does not
 // carry (supported_send_ops()).
-static int check_qp_init(const struct ibv_qp_init_attr_ex *attr)
+static int check_qp_init(const struct ibv_qp_init_attr_ex *attr,
+			 uint32_t ctx_flags)
 {
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
 		return EINVAL;
@@ -179,7 +180,7 @@ static int check_qp_init(const struct ibv_qp_init_attr_ex *attr)
 		return EOPNOTSUPP;
 	}
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	    (attr->send_ops_flags & ~supported_send_ops(attr->qp_type)))
+	    (attr->send_ops_flags & ~supported_send_ops(attr->qp_type, ctx_flags)))
 		return EOPNOTSUPP;
 	if (!attr->send_cq || !attr->recv_cq)
 		return EINVAL;
@@ -211,7 +212,9 @@ static int setup_qp(qp *q, struct ibv_context *ibctx,
 	if (ret)
 		return ret;
 	q->scaps = send_queue_caps{attr->qp_type, cap.max_send_sge,
-				   cap.max_inline_data, drv.sq.stride};
+				   cap.max_inline_data, drv.sq.stride,
+				   ext_send_opcodes(attr->qp_type,
+						    to_sctx(ibctx)->flags)};
 	if (!send_caps_ok(q->scaps))
 		return EPROTO;
 
@@ -234,7 +237,7 @@ static int setup_qp(qp *q, struct ibv_context *ibctx,
 struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
 			    struct ibv_qp_init_attr_ex *attr)
 {
-	int ret = check_qp_init(attr);
+	int ret = check_qp_init(attr, to_sctx(ibctx)->flags);
 	if (ret) {
 		errno = ret;
 		return nullptr;

@@ -38,9 +38,11 @@
 //               connected QP or without an AH, a UD WR without
 //               wr_set_ud_addr, BIND_MW without a window (ibv_post_send's
 //               EINVAL for the same WRs, see wqe.hpp)
+//   EINVAL      ibv_wr_atomic_write to a misaligned address, ibv_wr_flush
+//               with a length over 2^31 or an unknown type or level
 //   EOPNOTSUPP  builders/setters of operations this device has no
-//               send_ops_flags bit for (TSO, ATOMIC_WRITE, XRC SRQN);
-//               installed so that a call fails instead of jumping to NULL
+//               send_ops_flags bit for (TSO, XRC SRQN); installed so
+//               that a call fails instead of jumping to NULL
 // (rxe's ENOSPC for a full queue or too many SGEs is not used: ENOMEM and
 // EINVAL keep ibv_wr_complete's answers the same as ibv_post_send's.)
 //
@@ -78,11 +80,40 @@ static_assert(same_bit(IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV));
 static_assert(same_bit(IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW));
 static_assert(same_bit(IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV));
 
-// RC: every opcode of ibv_post_send; UC: no READ, atomics or SEND with
-// Invalidate; UD: SEND and SEND with immediate (wqe.hpp's tables).
-uint64_t supported_send_ops(enum ibv_qp_type qp_type)
+// IBTA 1.5's opcodes have send_ops_flags bits of their own.
+static uint64_t ext_ops_to_qp_ex(uint32_t ext)
 {
-	return send_opcodes_for(qp_type);
+	uint64_t flags = 0;
+
+	if (ext & kAtomicWriteOpcode)
+		flags |= IBV_QP_EX_WITH_ATOMIC_WRITE;
+#if SROCE_RDMA_CORE >= 45
+	if (ext & kFlushOpcode)
+		flags |= IBV_QP_EX_WITH_FLUSH;
+#endif
+	return flags;
+}
+
+static uint32_t qp_ex_to_ext_ops(uint64_t flags)
+{
+	uint32_t ops = 0;
+
+	if (flags & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		ops |= kAtomicWriteOpcode;
+#if SROCE_RDMA_CORE >= 45
+	if (flags & IBV_QP_EX_WITH_FLUSH)
+		ops |= kFlushOpcode;
+#endif
+	return ops;
+}
+
+// RC: every opcode of ibv_post_send, and ATOMIC WRITE and FLUSH where the
+// kernel has them (ctx_flags); UC: no READ, atomics or SEND with
+// Invalidate; UD: SEND and SEND with immediate (wqe.hpp's tables).
+uint64_t supported_send_ops(enum ibv_qp_type qp_type, uint32_t ctx_flags)
+{
+	return send_opcodes_for(qp_type) |
+	       ext_ops_to_qp_ex(ext_send_opcodes(qp_type, ctx_flags));
 }
 
 // ---- batch state ------------------------------------------------------------------------
@@ -210,6 +241,14 @@ static void wr_abort(struct ibv_qp_ex *ibqp)
 
 // ---- builders -------------------------------------------------------------------------
 
+// No send_ops_flags bit of ours (or of this kernel's) enables these.
+static void wr_unsupported(qp *q)
+{
+	close_wr(q);
+	wr_fail(q, EOPNOTSUPP);
+}
+
+
 static void wr_send(struct ibv_qp_ex *ibqp)
 {
 	begin_wr(ibqp, IBV_WR_SEND);
@@ -265,6 +304,41 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *ibqp, uint32_t rkey,
 		check(to_sqp(ibqp), w->set_atomic(remote_addr, rkey, add, 0));
 }
 
+// The 8 bytes go inline: the caller may reuse them when this returns.
+static void wr_atomic_write(struct ibv_qp_ex *ibqp, uint32_t rkey,
+			    uint64_t remote_addr, const void *atomic_wr)
+{
+	qp *q = to_sqp(ibqp);
+
+	if (!(q->scaps.ext_opcodes & kAtomicWriteOpcode)) {
+		wr_unsupported(q);
+		return;
+	}
+	if (send_wqe_builder *w = begin_wr(ibqp, IBV_WR_ATOMIC_WRITE)) {
+		check(q, w->set_atomic_write(remote_addr, rkey));
+		if (!atomic_wr)
+			wr_fail(q, EINVAL);
+		else
+			check(q, w->add_inline(q->scaps, atomic_wr, 8));
+	}
+}
+
+#if SROCE_RDMA_CORE >= 45
+static void wr_flush(struct ibv_qp_ex *ibqp, uint32_t rkey,
+		     uint64_t remote_addr, size_t len, uint8_t type,
+		     uint8_t level)
+{
+	qp *q = to_sqp(ibqp);
+
+	if (!(q->scaps.ext_opcodes & kFlushOpcode)) {
+		wr_unsupported(q);
+		return;
+	}
+	if (send_wqe_builder *w = begin_wr(ibqp, SROCE_WR_FLUSH))
+		check(q, w->set_flush(remote_addr, rkey, len, type, level));
+}
+#endif
+
 static void wr_local_inv(struct ibv_qp_ex *ibqp, uint32_t invalidate_rkey)
 {
 	if (send_wqe_builder *w = begin_wr(ibqp, IBV_WR_LOCAL_INV))
@@ -280,23 +354,12 @@ static void wr_bind_mw(struct ibv_qp_ex *ibqp, struct ibv_mw *mw,
 		check(to_sqp(ibqp), w->set_bind_mw(mw, rkey, bind_info));
 }
 
-// No send_ops_flags bit of ours enables these.
-static void wr_unsupported(qp *q)
-{
-	close_wr(q);
-	wr_fail(q, EOPNOTSUPP);
-}
 
 static void wr_send_tso(struct ibv_qp_ex *ibqp, void *, uint16_t, uint16_t)
 {
 	wr_unsupported(to_sqp(ibqp));
 }
 
-static void wr_atomic_write(struct ibv_qp_ex *ibqp, uint32_t, uint64_t,
-			    const void *)
-{
-	wr_unsupported(to_sqp(ibqp));
-}
 
 static void wr_set_xrc_srqn(struct ibv_qp_ex *ibqp, uint32_t)
 {
@@ -380,8 +443,9 @@ void init_qp_ex(qp *q, uint64_t send_ops_flags)
 {
 	struct ibv_qp_ex *x = &q->vqp.qp_ex;
 
-	q->send_ops = static_cast<uint32_t>(send_ops_flags &
-					    supported_send_ops(q->scaps.qp_type));
+	q->send_ops = (static_cast<uint32_t>(send_ops_flags) &
+		       send_opcodes_for(q->scaps.qp_type)) |
+		      (qp_ex_to_ext_ops(send_ops_flags) & q->scaps.ext_opcodes);
 	q->wr = wr_batch();
 	x->comp_mask = 0;
 	x->wr_id = 0;
@@ -409,6 +473,9 @@ void init_qp_ex(qp *q, uint64_t send_ops_flags)
 	x->wr_complete = wr_complete;
 	x->wr_abort = wr_abort;
 	x->wr_atomic_write = wr_atomic_write;
+#if SROCE_RDMA_CORE >= 45
+	x->wr_flush = wr_flush;
+#endif
 	// ibv_qp_to_qp_ex() answers only for QPs marked so.
 	q->vqp.comp_mask |= VERBS_QP_EX;
 }

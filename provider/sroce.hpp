@@ -382,7 +382,7 @@ int send_doorbell(struct ibv_qp *ibqp);
 
 // The send_ops_flags a QP type accepts (IBV_QP_EX_WITH_*); others are
 // EOPNOTSUPP at creation.
-uint64_t supported_send_ops(enum ibv_qp_type qp_type);
+uint64_t supported_send_ops(enum ibv_qp_type qp_type, uint32_t ctx_flags);
 // Make a created QP an ibv_qp_ex: install every wr_* callback, enable
 // the opcodes of send_ops_flags (already checked against
 // supported_send_ops), set VERBS_QP_EX.

@@ -20,7 +20,7 @@ int encode_send_wqe(void *slot, const send_queue_caps &caps,
 	memcpy(&opcode, &wr->opcode, sizeof(opcode));
 	uint16_t wqe_flags = 0;
 
-	if (check_send_opcode(caps.qp_type, opcode))
+	if (check_send_opcode(caps, opcode))
 		return EINVAL;
 	if (send_flags_to_wqe(wr->send_flags, opcode, &wqe_flags))
 		return EINVAL;
@@ -60,6 +60,10 @@ int encode_send_wqe(void *slot, const send_queue_caps &caps,
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		if (b.set_atomic(wr->wr.atomic.remote_addr, wr->wr.atomic.rkey,
 				 wr->wr.atomic.compare_add, wr->wr.atomic.swap))
+			return EINVAL;
+		break;
+	case IBV_WR_ATOMIC_WRITE:
+		if (b.set_atomic_write(wr->wr.rdma.remote_addr, wr->wr.rdma.rkey))
 			return EINVAL;
 		break;
 	case IBV_WR_BIND_MW:

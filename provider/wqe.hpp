@@ -57,6 +57,19 @@ static_assert(same_value(IBV_WR_ATOMIC_FETCH_AND_ADD, SROCE_WR_ATOMIC_FETCH_AND_
 static_assert(same_value(IBV_WR_LOCAL_INV, SROCE_WR_LOCAL_INV));
 static_assert(same_value(IBV_WR_BIND_MW, SROCE_WR_BIND_MW));
 static_assert(same_value(IBV_WR_SEND_WITH_INV, SROCE_WR_SEND_WITH_INV));
+static_assert(same_value(IBV_WR_ATOMIC_WRITE, SROCE_WR_ATOMIC_WRITE));
+
+// rdma-core 45 brought RDMA FLUSH (IBV_WR_FLUSH, ibv_wr_flush(),
+// IBV_ACCESS_FLUSH_*); 44 has ATOMIC WRITE only.
+#if SROCE_RDMA_CORE >= 45
+inline constexpr bool kHaveFlushApi = true;
+static_assert(same_value(IBV_WR_FLUSH, SROCE_WR_FLUSH));
+static_assert(IBV_FLUSH_GLOBAL == SROCE_FLUSH_GLOBAL &&
+	      IBV_FLUSH_PERSISTENT == SROCE_FLUSH_PERSISTENT &&
+	      IBV_FLUSH_RANGE == SROCE_FLUSH_RANGE && IBV_FLUSH_MR == SROCE_FLUSH_MR);
+#else
+inline constexpr bool kHaveFlushApi = false;
+#endif
 
 // ---- sizes ------------------------------------------------------------------------
 
@@ -118,6 +131,9 @@ struct send_queue_caps {
 	uint32_t max_sge;		// ibv_qp_cap.max_send_sge
 	uint32_t max_inline;		// ibv_qp_cap.max_inline_data
 	uint32_t stride;		// bytes per SQ slot
+	// The IBTA 1.5 opcodes the kernel executes on this QP too (wr_bit()
+	// of ATOMIC_WRITE, FLUSH): ext_send_opcodes().
+	uint32_t ext_opcodes = 0;
 };
 
 struct recv_queue_caps {
@@ -170,7 +186,7 @@ inline constexpr uint32_t kUdOpcodes =
 inline constexpr uint32_t kInlineOpcodes =
 	wr_bit(IBV_WR_RDMA_WRITE) | wr_bit(IBV_WR_RDMA_WRITE_WITH_IMM) |
 	wr_bit(IBV_WR_SEND) | wr_bit(IBV_WR_SEND_WITH_IMM) |
-	wr_bit(IBV_WR_SEND_WITH_INV);
+	wr_bit(IBV_WR_SEND_WITH_INV) | wr_bit(SROCE_WR_ATOMIC_WRITE);
 
 // Local operations: no data, no SGEs.
 inline constexpr uint32_t kLocalOpcodes =
@@ -178,6 +194,26 @@ inline constexpr uint32_t kLocalOpcodes =
 
 inline constexpr uint32_t kAtomicOpcodes =
 	wr_bit(IBV_WR_ATOMIC_CMP_AND_SWP) | wr_bit(IBV_WR_ATOMIC_FETCH_AND_ADD);
+
+// IBTA 1.5, RC only, where the kernel says it has them
+// (SROCE_CTX_F_*): ATOMIC WRITE places 8 bytes of payload (gathered, so
+// IBV_SEND_INLINE means something), FLUSH carries nothing.
+inline constexpr uint32_t kAtomicWriteOpcode = wr_bit(SROCE_WR_ATOMIC_WRITE);
+inline constexpr uint32_t kFlushOpcode = wr_bit(SROCE_WR_FLUSH);
+inline constexpr uint32_t kNoDataOpcodes = kLocalOpcodes | kFlushOpcode;
+
+constexpr uint32_t ext_send_opcodes(enum ibv_qp_type qp_type, uint32_t ctx_flags)
+{
+	uint32_t ops = 0;
+
+	if (qp_type != IBV_QPT_RC)
+		return 0;
+	if (ctx_flags & SROCE_CTX_F_ATOMIC_WRITE)
+		ops |= kAtomicWriteOpcode;
+	if (kHaveFlushApi && (ctx_flags & SROCE_CTX_F_FLUSH))
+		ops |= kFlushOpcode;
+	return ops;
+}
 
 constexpr uint32_t send_opcodes_for(enum ibv_qp_type qp_type)
 {
@@ -198,6 +234,17 @@ constexpr uint32_t send_opcodes_for(enum ibv_qp_type qp_type)
 constexpr int check_send_opcode(enum ibv_qp_type qp_type, unsigned opcode)
 {
 	return (send_opcodes_for(qp_type) & wr_bit(opcode)) ? 0 : EINVAL;
+}
+
+// The same for ibv_post_send on a queue: its type's opcodes and ATOMIC
+// WRITE where the kernel has it (remote address and rkey in wr.rdma, the
+// 8 bytes from sg_list or inline). struct ibv_send_wr has no room for a
+// FLUSH's length, type and level: ibv_wr_flush() only.
+constexpr int check_send_opcode(const send_queue_caps &caps, unsigned opcode)
+{
+	if (!check_send_opcode(caps.qp_type, opcode))
+		return 0;
+	return (caps.ext_opcodes & kAtomicWriteOpcode & wr_bit(opcode)) ? 0 : EINVAL;
 }
 
 inline constexpr unsigned kSupportedSendFlags =
@@ -276,6 +323,33 @@ public:
 		return 0;
 	}
 
+	// ATOMIC_WRITE: the remote word (8-byte aligned, or EINVAL as for
+	// the other atomics); the 8 bytes are its data (finish() checks).
+	int set_atomic_write(uint64_t remote_addr, uint32_t rkey)
+	{
+		if (remote_addr & 7)
+			return EINVAL;
+		set_rdma(remote_addr, rkey);
+		return 0;
+	}
+
+	// FLUSH: EINVAL for a length over 2^31 (IBTA's largest message), an
+	// unknown placement type bit or selectivity level.
+	int set_flush(uint64_t remote_addr, uint32_t rkey, size_t len,
+		      uint8_t type, uint8_t level)
+	{
+		if (len > (size_t{1} << 31) ||
+		    (type & ~(SROCE_FLUSH_GLOBAL | SROCE_FLUSH_PERSISTENT)) ||
+		    level > SROCE_FLUSH_MR)
+			return EINVAL;
+		wqe_->wr.flush.remote_addr = remote_addr;
+		wqe_->wr.flush.length = len;
+		wqe_->wr.flush.rkey = rkey;
+		wqe_->wr.flush.type = type;
+		wqe_->wr.flush.level = level;
+		return 0;
+	}
+
 	// UD SENDs: the destination.
 	void set_ud(uint32_t ah_num, uint32_t remote_qpn, uint32_t remote_qkey)
 	{
@@ -314,7 +388,7 @@ public:
 		    uint32_t lkey)
 	{
 		if (num_sge_ >= caps.max_sge || (flags_ & SROCE_WQE_F_INLINE) ||
-		    (kLocalOpcodes & wr_bit(opcode_)))
+		    (kNoDataOpcodes & wr_bit(opcode_)))
 			return EINVAL;
 		struct sroce_sge *sge = sges() + num_sge_;
 		sge->addr = addr;
@@ -418,6 +492,8 @@ public:
 	int finish()
 	{
 		if ((kAtomicOpcodes & wr_bit(opcode_)) && data_len_ < 8)
+			return EINVAL;
+		if ((kAtomicWriteOpcode & wr_bit(opcode_)) && data_len_ != 8)
 			return EINVAL;
 		wqe_->num_sge = static_cast<uint8_t>(num_sge_);
 		wqe_->inline_len = inline_len_;

@@ -442,6 +442,90 @@ TEST_F(WqeTest, AtomicErrors)
 	}
 }
 
+// IBTA 1.5, where the kernel has them (send_queue_caps.ext_opcodes).
+constexpr send_queue_caps kRcExt = {IBV_QPT_RC, 4, 128, 256,
+				    ext_send_opcodes(IBV_QPT_RC, ~0u)};
+
+TEST_F(WqeTest, ExtOpcodesOnlyWhereTheKernelHasThemAndOnRc)
+{
+	EXPECT_EQ(ext_send_opcodes(IBV_QPT_RC, 0), 0u);
+	EXPECT_EQ(ext_send_opcodes(IBV_QPT_UC, ~0u), 0u);
+	EXPECT_EQ(ext_send_opcodes(IBV_QPT_UD, ~0u), 0u);
+	EXPECT_EQ(ext_send_opcodes(IBV_QPT_RC, SROCE_CTX_F_ATOMIC_WRITE),
+		  wr_bit(IBV_WR_ATOMIC_WRITE));
+	EXPECT_EQ(ext_send_opcodes(IBV_QPT_RC, SROCE_CTX_F_FLUSH) != 0, kHaveFlushApi);
+	EXPECT_EQ(check_send_opcode(kRc, IBV_WR_ATOMIC_WRITE), EINVAL);
+	EXPECT_EQ(check_send_opcode(kRcExt, IBV_WR_ATOMIC_WRITE), 0);
+	// ibv_send_wr cannot carry a FLUSH: ibv_wr_flush only.
+	EXPECT_EQ(check_send_opcode(kRcExt, SROCE_WR_FLUSH), EINVAL);
+}
+
+TEST_F(WqeTest, AtomicWriteThroughPostSend)
+{
+	struct ibv_send_wr wr = wr_for(IBV_WR_RDMA_WRITE);
+	wr.opcode = IBV_WR_ATOMIC_WRITE;
+	wr.wr.rdma.remote_addr = 0xdead0000beef0010ull;
+	sge_[0].length = 8;
+	wr.num_sge = 1;
+	EXPECT_EQ(encode_send_wqe(slot_, kRc, &wr), EINVAL);	// kernel without it
+	ASSERT_EQ(encode_send_wqe(slot_, kRcExt, &wr), 0);
+	EXPECT_EQ(wqe()->opcode, SROCE_WR_ATOMIC_WRITE);
+	EXPECT_EQ(wqe()->wr.rdma.remote_addr, 0xdead0000beef0010ull);
+	EXPECT_EQ(wqe()->wr.rdma.rkey, wr.wr.rdma.rkey);
+	expect_sges(1);
+	// Exactly 8 bytes, to an aligned word.
+	for (uint64_t mis : {1, 4, 7}) {
+		wr.wr.rdma.remote_addr = 0x1000 + mis;
+		EXPECT_EQ(encode_send_wqe(slot_, kRcExt, &wr), EINVAL) << mis;
+	}
+	wr.wr.rdma.remote_addr = 0x1000;
+	for (uint32_t len : {0u, 4u, 9u, 16u}) {
+		sge_[0].length = len;
+		EXPECT_EQ(encode_send_wqe(slot_, kRcExt, &wr), EINVAL) << len;
+	}
+	sge_[0].length = 4;
+	sge_[1].length = 4;
+	wr.num_sge = 2;
+	EXPECT_EQ(encode_send_wqe(slot_, kRcExt, &wr), 0);
+}
+
+TEST_F(WqeTest, BuilderAtomicWriteAndFlush)
+{
+	send_wqe_builder b;
+	const uint64_t v = 0x0102030405060708ull;
+
+	b.start(slot_, 1, IBV_WR_ATOMIC_WRITE, 0);
+	EXPECT_EQ(b.set_atomic_write(0x1004, 9), EINVAL);
+	ASSERT_EQ(b.set_atomic_write(0x1008, 9), 0);
+	EXPECT_EQ(b.finish(), EINVAL);	// no 8 bytes yet
+	ASSERT_EQ(b.add_inline(kRcExt, &v, 8), 0);
+	ASSERT_EQ(b.finish(), 0);
+	EXPECT_EQ(wqe()->flags, SROCE_WQE_F_INLINE);
+	EXPECT_EQ(wqe()->inline_len, 8u);
+	EXPECT_EQ(memcmp(reinterpret_cast<const unsigned char *>(wqe()) + SROCE_SEND_WQE_HDR,
+			 &v, 8), 0);
+	EXPECT_EQ(wqe()->wr.rdma.remote_addr, 0x1008u);
+	EXPECT_EQ(wqe()->wr.rdma.rkey, 9u);
+
+	poison();
+	b.start(slot_, 2, SROCE_WR_FLUSH, 0);
+	EXPECT_EQ(b.set_flush(0x2000, 7, (size_t{1} << 31) + 1, SROCE_FLUSH_GLOBAL,
+			      SROCE_FLUSH_RANGE), EINVAL);
+	EXPECT_EQ(b.set_flush(0x2000, 7, 64, 4, SROCE_FLUSH_RANGE), EINVAL);
+	EXPECT_EQ(b.set_flush(0x2000, 7, 64, SROCE_FLUSH_GLOBAL, 2), EINVAL);
+	ASSERT_EQ(b.set_flush(0x2000, 7, size_t{1} << 31, SROCE_FLUSH_GLOBAL, SROCE_FLUSH_MR), 0);
+	EXPECT_EQ(b.add_sge(kRcExt, 0x9000, 8, 5), EINVAL);	// no data
+	ASSERT_EQ(b.finish(), 0);
+	EXPECT_EQ(wqe()->opcode, SROCE_WR_FLUSH);
+	EXPECT_EQ(wqe()->num_sge, 0u);
+	EXPECT_EQ(wqe()->wr.flush.remote_addr, 0x2000u);
+	EXPECT_EQ(wqe()->wr.flush.length, uint64_t{1} << 31);
+	EXPECT_EQ(wqe()->wr.flush.rkey, 7u);
+	EXPECT_EQ(wqe()->wr.flush.type, SROCE_FLUSH_GLOBAL);
+	EXPECT_EQ(wqe()->wr.flush.level, SROCE_FLUSH_MR);
+	EXPECT_EQ(wqe()->wr.flush.reserved, 0u);
+}
+
 TEST_F(WqeTest, LocalInvalidateIgnoresSgList)
 {
 	struct ibv_send_wr wr = wr_for(IBV_WR_LOCAL_INV);
