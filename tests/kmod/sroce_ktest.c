@@ -170,12 +170,12 @@ static int ktest_ipv4_gid(struct ib_device *ibdev)
 }
 
 /* An RC QP connected to itself (loopback through its own GID). */
-static int ktest_self_connect(struct ib_qp *qp, int gid_index)
+static int ktest_self_connect(struct ib_qp *qp, int gid_index, int access)
 {
 	struct ib_qp_attr attr = {
 		.qp_state = IB_QPS_INIT,
 		.port_num = 1,
-		.qp_access_flags = IB_ACCESS_LOCAL_WRITE,
+		.qp_access_flags = IB_ACCESS_LOCAL_WRITE | access,
 	};
 	union ib_gid gid;
 	int err;
@@ -268,7 +268,7 @@ static void ktest_reg_mr_then_send(struct ib_device *ibdev, struct ib_pd *pd)
 		qp = NULL;
 		goto out;
 	}
-	if (!ktest_check(!ktest_self_connect(qp, gid_index),
+	if (!ktest_check(!ktest_self_connect(qp, gid_index, 0),
 			 "RC QP connected to itself (RTS)"))
 		goto out;
 	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
@@ -320,6 +320,114 @@ out:
 }
 
 /*
+ * IB_WR_ATOMIC_WRITE (6.2; 15, written as a number so that this builds on
+ * 6.1 too, where sroce takes it as well): an ib_rdma_wr whose 8 bytes
+ * come from its SGE, into a page registered REMOTE_WRITE by REG_MR, on
+ * an RC QP connected to itself. The word changes, nothing around it.
+ */
+static void ktest_atomic_write(struct ib_device *ibdev, struct ib_pd *pd)
+{
+	struct ib_qp_init_attr init = {
+		.qp_type = IB_QPT_RC,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ktest_wc reg = { .cqe.done = ktest_wc_done };
+	struct ktest_wc aw = { .cqe.done = ktest_wc_done };
+	struct ib_rdma_wr awr = {
+		.wr = { .wr_cqe = &aw.cqe, .num_sge = 1,
+			.opcode = (enum ib_wr_opcode)15,
+			.send_flags = IB_SEND_SIGNALED },
+	};
+	struct ib_reg_wr reg_wr = {
+		.wr = { .wr_cqe = &reg.cqe, .opcode = IB_WR_REG_MR,
+			.send_flags = IB_SEND_SIGNALED, .next = &awr.wr },
+		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
+	};
+	static const u64 value = 0x0123456789abcdefULL;
+	const struct ib_send_wr *bad;
+	struct scatterlist sg;
+	struct ib_mr *mr = NULL;
+	struct ib_qp *qp = NULL;
+	struct ib_sge sge;
+	struct ib_cq *cq;
+	u8 *page, *ref;
+	u64 *src;
+	int gid_index, i;
+
+	gid_index = ktest_ipv4_gid(ibdev);
+	if (!ktest_check(gid_index >= 0, "a RoCE v2 IPv4 GID on port 1"))
+		return;
+	cq = ib_alloc_cq(ibdev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (!ktest_check(!IS_ERR(cq), "ib_alloc_cq for the ATOMIC WRITE QP"))
+		return;
+	page = (u8 *)__get_free_page(GFP_KERNEL);
+	ref = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	src = kmalloc(sizeof(*src), GFP_KERNEL);
+	if (!page || !ref || !src)
+		goto out;
+	for (i = 0; i < PAGE_SIZE; i++)
+		page[i] = i * 13 + 1;
+	memcpy(ref, page, PAGE_SIZE);
+	memcpy(ref + 64, &value, sizeof(value));
+	*src = value;
+	init.send_cq = cq;
+	init.recv_cq = cq;
+	qp = ib_create_qp(pd, &init);
+	if (IS_ERR(qp)) {
+		qp = NULL;
+		goto out;
+	}
+	if (ktest_self_connect(qp, gid_index, IB_ACCESS_REMOTE_WRITE))
+		goto out;
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(mr)) {
+		mr = NULL;
+		goto out;
+	}
+	sg_init_one(&sg, page, PAGE_SIZE);
+	if (ib_dma_map_sg(ibdev, &sg, 1, DMA_BIDIRECTIONAL) != 1)
+		goto out;
+	if (ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE) != 1)
+		goto out_unmap;
+	ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
+	reg_wr.mr = mr;
+	reg_wr.key = mr->rkey;
+	sge.addr = ib_dma_map_single(ibdev, src, sizeof(*src), DMA_TO_DEVICE);
+	sge.length = sizeof(*src);
+	sge.lkey = pd->local_dma_lkey;
+	awr.wr.sg_list = &sge;
+	awr.remote_addr = mr->iova + 64;
+	awr.rkey = mr->rkey;
+	if (!ib_post_send(qp, &reg_wr.wr, &bad)) {
+		for (i = 0; i < 2000 && !aw.done; i++) {
+			ib_process_cq_direct(cq, 16);
+			usleep_range(500, 1000);
+		}
+	}
+	ib_dma_unmap_single(ibdev, sge.addr, sizeof(*src), DMA_TO_DEVICE);
+	ktest_check(aw.done && aw.status == IB_WC_SUCCESS && aw.byte_len == 8,
+		    "IB_WR_ATOMIC_WRITE (8 bytes from its SGE): success, byte_len 8");
+	ktest_check(!memcmp(page, ref, PAGE_SIZE),
+		    "the word holds the 8 bytes, the rest of the page unchanged");
+out_unmap:
+	ib_dma_unmap_sg(ibdev, &sg, 1, DMA_BIDIRECTIONAL);
+out:
+	ktest_check(aw.done, "ATOMIC WRITE QP set up and completed");
+	if (qp) {
+		ib_drain_qp(qp);
+		ib_destroy_qp(qp);
+	}
+	if (mr)
+		ib_dereg_mr(mr);
+	kfree(src);
+	kfree(ref);
+	free_page((unsigned long)page);
+	ib_free_cq(cq);
+}
+
+/*
  * The device is found as a ULP finds devices: an ib_client's add() sees
  * every registered one (during ib_register_client()) and keeps a
  * reference to the one named dev.
@@ -355,6 +463,7 @@ static int __init sroce_ktest_init(void)
 		ktest_qp(ibdev, pd);
 		ktest_frwr(pd);
 		ktest_reg_mr_then_send(ibdev, pd);
+		ktest_atomic_write(ibdev, pd);
 		ib_dealloc_pd(pd);
 	}
 	ib_device_put(ibdev);

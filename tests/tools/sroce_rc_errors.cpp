@@ -48,6 +48,16 @@
 //   mw       memory windows: binds, access through them, invalidation,
 //            bind errors; a window with REMOTE_WRITE | LOCAL_WRITE over
 //            an MR with LOCAL_WRITE | MW_BIND only binds (both types)
+//   awrite   IBTA 1.5 ATOMIC WRITE (ibv_wr_atomic_write and ibv_post_send):
+//            the device cap, 8 bytes placed at the word and nowhere else,
+//            16 in flight in order, a misaligned one refused at posting,
+//            one to an MR without REMOTE_WRITE REM_ACCESS_ERR; FLUSH
+//            (rdma-core 45 on: ibv_wr_flush) of a range and of the whole
+//            MR after WRITEs, one to an MR without FLUSH_GLOBAL
+//            REM_ACCESS_ERR, no FLUSH_PERSISTENT MR on non-persistent memory
+//   awrite-loss  (only when named: the caller sets up packet loss)
+//            rounds of ATOMIC WRITEs to the same words and a READ of
+//            them, resent until they arrive: replayed, never re-stored
 //   rereg    B's MR re-registered (translation, PD away and back,
 //            access) while A holds its rkey: the keys stay, A's WRITE and
 //            READ meet the new region, a WRITE the access no longer
@@ -302,6 +312,7 @@ struct qp_params {
 	int access_b = ALL_REMOTE;
 	uint32_t psn_ab = 0x123456;	// A's sq_psn, B's rq_psn
 	uint32_t psn_ba = 0x6543;
+	uint64_t send_ops_a = 0;	// A through ibv_create_qp_ex with these
 };
 
 struct end {
@@ -345,7 +356,7 @@ int to_state(ibv_qp *qp, ibv_qp_state s)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
-bool end_make(point &P, end &e, dev &d)
+bool end_make(point &P, end &e, dev &d, uint64_t send_ops = 0)
 {
 	e.d = &d;
 	e.cq = ibv_create_cq(d.ctx, 256, nullptr, nullptr, 0);
@@ -361,9 +372,22 @@ bool end_make(point &P, end &e, dev &d)
 	ia.cap.max_recv_wr = 64;
 	ia.cap.max_send_sge = 2;
 	ia.cap.max_recv_sge = 2;
-	e.qp = ibv_create_qp(d.pd, &ia);
+	if (send_ops) {
+		ibv_qp_init_attr_ex x = {};
+		x.send_cq = e.cq;
+		x.recv_cq = e.cq;
+		x.qp_type = IBV_QPT_RC;
+		x.cap = ia.cap;
+		x.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		x.pd = d.pd;
+		x.send_ops_flags = send_ops;
+		e.qp = ibv_create_qp_ex(d.ctx, &x);
+	} else {
+		e.qp = ibv_create_qp(d.pd, &ia);
+	}
 	if (!e.qp) {
-		P.fail("%s: ibv_create_qp: %s", d.name, strerror(errno));
+		P.fail("%s: ibv_create_qp%s: %s", d.name, send_ops ? "_ex" : "",
+		       strerror(errno));
 		return false;
 	}
 	e.qpn = e.qp->qp_num;
@@ -418,7 +442,7 @@ int qp_connect(end &self, const end &peer, int access, uint32_t sq_psn, uint32_t
 // A fresh RC QP on A and on B, connected to each other, both in RTS.
 bool conn_make(point &P, conn &c, const qp_params &p)
 {
-	if (!end_make(P, c.a, A) || !end_make(P, c.b, B))
+	if (!end_make(P, c.a, A, p.send_ops_a) || !end_make(P, c.b, B))
 		return false;
 	int r = qp_connect(c.a, c.b, p.access_a, p.psn_ab, p.psn_ba, 12, p);
 	if (r) {
@@ -503,6 +527,10 @@ const char *wc_opcode_name(int op)
 	case IBV_WC_RECV_RDMA_WITH_IMM: return "RECV_RDMA_WITH_IMM";
 	case IBV_WC_BIND_MW: return "BIND_MW";
 	case IBV_WC_LOCAL_INV: return "LOCAL_INV";
+	case IBV_WC_ATOMIC_WRITE: return "ATOMIC_WRITE";
+#if SROCE_RDMA_CORE >= 45
+	case IBV_WC_FLUSH: return "FLUSH";
+#endif
 	default: return "?";
 	}
 }
@@ -1108,6 +1136,312 @@ void test_atomics()
 	region_free(loc);
 	region_free(tgt);
 }
+
+// ---- 7b. IBTA 1.5: ATOMIC WRITE and FLUSH -----------------------------------
+
+// ibv_query_device_ex's device_cap_flags_ex: no rdma-core names these bits.
+constexpr uint64_t CAP_FLUSH_GLOBAL = 1ull << 38;
+constexpr uint64_t CAP_ATOMIC_WRITE = 1ull << 40;
+
+// An sroce device (its sysfs ABI attribute), not rdma_rxe or hardware:
+// what only sroce's provider checks at posting is checked there only.
+bool is_sroce(const dev &d)
+{
+	std::string p = std::string("/sys/class/infiniband/") + d.name + "/sroce_abi_version";
+	return access(p.c_str(), F_OK) == 0;
+}
+
+uint64_t device_caps_ex(const dev &d)
+{
+	ibv_device_attr_ex x = {};
+	return ibv_query_device_ex(d.ctx, nullptr, &x) ? 0 : x.device_cap_flags_ex;
+}
+
+// One ibv_wr_atomic_write batch of @n words from MR offset @off, values
+// from @seed; the target expects them.
+int post_awrites(ibv_qp *qp, uint64_t &id, region &tgt, size_t off, int n, uint64_t seed,
+		 std::vector<want> &w)
+{
+	ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(x);
+	for (int i = 0; i < n; i++) {
+		uint64_t v = mix(seed + i);
+		x->wr_id = id;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(x, tgt.rkey(), tgt.addr(off + 8 * i), &v);
+		v = ~v;	// the builder copied it: changing it now changes nothing
+		w.push_back({id++, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE, 8});
+		uint64_t want_v = mix(seed + i);
+		tgt.expect(off + 8 * i, &want_v, 8);
+	}
+	return ibv_wr_complete(x);
+}
+
+void test_atomic_write()
+{
+	point P, Pcap, Pone, Pburst, Pold, Palign, Paccess;
+	conn c;
+	region tgt, loc, ro;
+	ibv_qp_ex *x = nullptr;
+	qp_params p;
+	p.send_ops_a = IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_RDMA_WRITE;
+	uint64_t id = 1;
+
+	uint64_t caps = device_caps_ex(A) & device_caps_ex(B);
+	if (!(caps & CAP_ATOMIC_WRITE))
+		Pcap.fail("device_cap_flags_ex 0x%llx (both devices) without ATOMIC_WRITE (bit 40)",
+			  static_cast<unsigned long long>(caps));
+	Pcap.report("ibv_query_device_ex: ATOMIC_WRITE (bit 40) on both devices");
+
+	if (region_make(P, tgt, "target", B, 4096, ALL_REMOTE, 71) &&
+	    region_make(P, loc, "local buffer", A, 4096, IBV_ACCESS_LOCAL_WRITE, 72) &&
+	    region_make(P, ro, "read-only target", B, 4096,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 73) &&
+	    conn_make(P, c, p)) {
+		std::vector<want> w;
+		posted(Pone, post_awrites(c.a.qp, id, tgt, 40, 1, 1000, w), "ATOMIC_WRITE", id - 1);
+		expect_wcs(Pone, "requester", c.a.cq, c.a.qpn, w);
+		region_check(Pone, tgt);
+		Pone.report("ibv_wr_atomic_write: IBV_WC_ATOMIC_WRITE, the 8 bytes at the word, "
+			    "nothing else in the MR or its guards changed");
+
+		w.clear();
+		// Twice the same 16 words: the second batch's values must win.
+		posted(Pburst, post_awrites(c.a.qp, id, tgt, 512, 16, 2000, w), "16 x ATOMIC_WRITE",
+		       id - 1);
+		posted(Pburst, post_awrites(c.a.qp, id, tgt, 512, 16, 3000, w), "16 x ATOMIC_WRITE",
+		       id - 1);
+		expect_wcs(Pburst, "requester", c.a.cq, c.a.qpn, w);
+		region_check(Pburst, tgt);
+		expect_state(Pburst, "requester", c.a.qp, IBV_QPS_RTS);
+		expect_state(Pburst, "responder", c.b.qp, IBV_QPS_RTS);
+		expect_wcs(Pburst, "responder", c.b.cq, c.b.qpn, {});
+		Pburst.report("2 x 16 ATOMIC WRITEs in flight to the same words: completions in "
+			      "order, the later values placed; both QPs in RTS, no responder CQE");
+
+		// What sroce's provider checks or takes at posting (rdma-core's
+		// rxe provider takes neither from an ibv_send_wr, nor checks).
+		uint64_t v = 0x1122334455667788ull;
+		if (is_sroce(A)) {
+			// ibv_post_send: wr.rdma, the 8 bytes from the SGE.
+			memcpy(loc.mem + 64, &v, 8);
+			loc.accept(64, 8);
+			posted(Pold, post(c.a.qp, id, IBV_WR_ATOMIC_WRITE, loc, 64, 8, tgt.addr(1024),
+					  tgt.rkey()), "ATOMIC_WRITE (ibv_post_send)", id);
+			expect_wcs(Pold, "requester", c.a.cq, c.a.qpn,
+				   {{id++, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE, 8}});
+			tgt.expect(1024, &v, 8);
+			region_check(Pold, tgt);
+			region_check(Pold, loc);
+			Pold.report("ibv_post_send IBV_WR_ATOMIC_WRITE (8 bytes from sg_list): placed");
+
+			// Misaligned: refused at posting by either API, nothing sent.
+			int r1 = post(c.a.qp, id, IBV_WR_ATOMIC_WRITE, loc, 64, 8, tgt.addr(1028),
+				      tgt.rkey());
+			int r2 = post(c.a.qp, id, IBV_WR_ATOMIC_WRITE, loc, 64, 4, tgt.addr(1032),
+				      tgt.rkey());
+			w.clear();
+			x = ibv_qp_to_qp_ex(c.a.qp);
+			ibv_wr_start(x);
+			x->wr_id = id;
+			x->wr_flags = IBV_SEND_SIGNALED;
+			ibv_wr_atomic_write(x, tgt.rkey(), tgt.addr(1036), &v);
+			int r3 = ibv_wr_complete(x);
+			if (r1 != EINVAL || r2 != EINVAL || r3 != EINVAL)
+				Palign.fail("misaligned post_send %d, 4-byte post_send %d, misaligned "
+					    "wr_complete %d (EINVAL %d wanted)", r1, r2, r3, EINVAL);
+			expect_wcs(Palign, "requester", c.a.cq, c.a.qpn, {});
+			region_check(Palign, tgt);
+			Palign.report("ATOMIC WRITE to a misaligned word or of 4 bytes: EINVAL at posting "
+				      "(both APIs), no completion, target unchanged");
+		} else {
+			skip("ibv_post_send IBV_WR_ATOMIC_WRITE; misaligned ATOMIC WRITE",
+			     "the requester's provider is not sroce's");
+		}
+		// To an MR without REMOTE_WRITE: REM_ACCESS_ERR, nothing placed.
+		w.clear();
+		x = ibv_qp_to_qp_ex(c.a.qp);
+		ibv_wr_start(x);
+		x->wr_id = id;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(x, ro.rkey(), ro.addr(8), &v);
+		x->wr_id = id + 1;
+		ibv_wr_rdma_write(x, tgt.rkey(), tgt.addr(2048));
+		ibv_wr_set_sge(x, loc.lkey(), loc.addr(0), 16);
+		posted(Paccess, ibv_wr_complete(x), "ATOMIC_WRITE + WRITE", id);
+		expect_wcs(Paccess, "requester", c.a.cq, c.a.qpn,
+			   {{id, IBV_WC_REM_ACCESS_ERR}, {id + 1, IBV_WC_WR_FLUSH_ERR}});
+		id += 2;
+		region_check(Paccess, ro);
+		region_check(Paccess, tgt);
+		expect_state(Paccess, "responder", c.b.qp, IBV_QPS_ERR);
+		Paccess.report("ATOMIC WRITE to an MR without REMOTE_WRITE: REM_ACCESS_ERR, the "
+			       "WRITE after it flushed, nothing placed, the responder in ERR");
+	}
+	if (!P.ok()) {
+		for (point *Q : {&Pone, &Pburst, &Pold, &Palign, &Paccess})
+			Q->why = P.why;
+		Pone.report("ibv_wr_atomic_write");
+		Pburst.report("ATOMIC WRITEs in flight");
+		Pold.report("ibv_post_send IBV_WR_ATOMIC_WRITE");
+		Palign.report("misaligned ATOMIC WRITE");
+		Paccess.report("ATOMIC WRITE without REMOTE_WRITE");
+	}
+	conn_free(c);
+	region_free(ro);
+	region_free(loc);
+	region_free(tgt);
+}
+
+// Under loss (the caller has set it up: -o awrite-loss): rounds of 2 x 16
+// ATOMIC WRITEs to the same 16 words and a READ of them, every one
+// resent until it arrives; the responder must replay, never re-store, so
+// each word ends with its later value, and the READ, ordered after them,
+// returns exactly those. B's duplicate_requests shows the replays.
+void test_atomic_write_loss()
+{
+	point P, Pdata;
+	conn c;
+	region tgt, loc;
+	qp_params p;
+	p.send_ops_a = IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_RDMA_READ;
+	p.timeout = 12;		// 16.8 ms: many resends in little time
+	uint64_t id = 1;
+	constexpr int ROUNDS = 8, WORDS = 16;
+	delta dup(B, "duplicate_requests");
+
+	if (region_make(P, tgt, "target", B, 4096, ALL_REMOTE, 91) &&
+	    region_make(P, loc, "local buffer", A, 4096, IBV_ACCESS_LOCAL_WRITE, 92) &&
+	    conn_make(P, c, p)) {
+		ibv_qp_ex *x = ibv_qp_to_qp_ex(c.a.qp);
+		for (int r = 0; r < ROUNDS && Pdata.ok(); r++) {
+			std::vector<want> w;
+			posted(Pdata, post_awrites(c.a.qp, id, tgt, 256, WORDS, 100 * r, w),
+			       "16 x ATOMIC_WRITE", id - 1);
+			posted(Pdata, post_awrites(c.a.qp, id, tgt, 256, WORDS, 100 * r + 50, w),
+			       "16 x ATOMIC_WRITE", id - 1);
+			ibv_wr_start(x);
+			x->wr_id = id;
+			x->wr_flags = IBV_SEND_SIGNALED;
+			ibv_wr_rdma_read(x, tgt.rkey(), tgt.addr(256));
+			ibv_wr_set_sge(x, loc.lkey(), loc.addr(512), 8 * WORDS);
+			posted(Pdata, ibv_wr_complete(x), "READ", id);
+			w.push_back({id++, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 8 * WORDS});
+			expect_wcs(Pdata, "requester", c.a.cq, c.a.qpn, w);
+			loc.expect(512, tgt.ref.data() + GUARD + 256, 8 * WORDS);
+			region_check(Pdata, tgt);
+			region_check(Pdata, loc);
+			if (!Pdata.ok())
+				Pdata.fail("round %d of %d", r + 1, ROUNDS);
+		}
+		expect_state(Pdata, "requester", c.a.qp, IBV_QPS_RTS);
+		expect_state(Pdata, "responder", c.b.qp, IBV_QPS_RTS);
+	}
+	if (!P.ok())
+		Pdata.why = P.why;
+	Pdata.report("under loss: %d rounds of 2 x %d ATOMIC WRITEs to the same words and a "
+		     "READ of them: all succeed in order, the later values in place, the READ "
+		     "returns them", ROUNDS, WORDS);
+	if (P.ok())
+		check_counters("under loss: the responder saw duplicate requests",
+			       {{&dup, -1}});
+	conn_free(c);
+	region_free(loc);
+	region_free(tgt);
+}
+
+#if SROCE_RDMA_CORE >= 45
+void test_flush()
+{
+	point P, Pcap, Ppmem, Prange, Pmr, Paccess;
+	conn c;
+	region tgt, loc, noflush;
+	qp_params p;
+	p.send_ops_a = IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_RDMA_WRITE;
+	p.access_b = ALL_REMOTE | IBV_ACCESS_FLUSH_GLOBAL;
+	uint64_t id = 1;
+
+	uint64_t caps = device_caps_ex(A) & device_caps_ex(B);
+	if (!(caps & CAP_FLUSH_GLOBAL))
+		Pcap.fail("device_cap_flags_ex 0x%llx (both devices) without FLUSH_GLOBAL (bit 38)",
+			  static_cast<unsigned long long>(caps));
+	Pcap.report("ibv_query_device_ex: FLUSH_GLOBAL (bit 38) on both devices");
+
+	// Ordinary memory is not persistent: no MR may promise it.
+	uint8_t *mem = static_cast<uint8_t *>(aligned_alloc(PAGE, PAGE));
+	ibv_mr *pm = mem ? ibv_reg_mr(B.pd, mem, PAGE,
+				      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_FLUSH_PERSISTENT)
+			 : nullptr;
+	if (pm) {
+		Ppmem.fail("ibv_reg_mr with FLUSH_PERSISTENT on anonymous memory succeeded");
+		ibv_dereg_mr(pm);
+	}
+	free(mem);
+	Ppmem.report("ibv_reg_mr(IBV_ACCESS_FLUSH_PERSISTENT) on RAM: refused");
+
+	if (region_make(P, tgt, "target", B, 8192,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_FLUSH_GLOBAL, 81) &&
+	    region_make(P, loc, "local buffer", A, 8192, IBV_ACCESS_LOCAL_WRITE, 82) &&
+	    region_make(P, noflush, "target without flush", B, 4096, ALL_REMOTE, 83) &&
+	    conn_make(P, c, p)) {
+		ibv_qp_ex *x = ibv_qp_to_qp_ex(c.a.qp);
+		// WRITE 8 KiB, FLUSH the range written: both complete in order.
+		ibv_wr_start(x);
+		x->wr_id = id;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(x, tgt.rkey(), tgt.addr(0));
+		ibv_wr_set_sge(x, loc.lkey(), loc.addr(0), 8192);
+		x->wr_id = id + 1;
+		ibv_wr_flush(x, tgt.rkey(), tgt.addr(0), 8192, IBV_FLUSH_GLOBAL, IBV_FLUSH_RANGE);
+		posted(Prange, ibv_wr_complete(x), "WRITE + FLUSH", id);
+		expect_wcs(Prange, "requester", c.a.cq, c.a.qpn,
+			   {{id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 8192},
+			    {id + 1, IBV_WC_SUCCESS, IBV_WC_FLUSH}});
+		id += 2;
+		tgt.expect(0, loc.mem, 8192);
+		region_check(Prange, tgt);
+		Prange.report("WRITE 8 KiB then FLUSH (global, range): IBV_WC_FLUSH after the "
+			      "WRITE's completion, the data in place");
+
+		// The whole MR (address and length not used), then a range past
+		// its end: REM_ACCESS_ERR.
+		ibv_wr_start(x);
+		x->wr_id = id;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_flush(x, tgt.rkey(), 0, 0, IBV_FLUSH_GLOBAL, IBV_FLUSH_MR);
+		posted(Pmr, ibv_wr_complete(x), "FLUSH (MR)", id);
+		expect_wcs(Pmr, "requester", c.a.cq, c.a.qpn,
+			   {{id, IBV_WC_SUCCESS, IBV_WC_FLUSH}});
+		id++;
+		expect_state(Pmr, "responder", c.b.qp, IBV_QPS_RTS);
+		Pmr.report("FLUSH (global, whole MR, address 0): IBV_WC_FLUSH, responder in RTS");
+
+		// An MR registered without FLUSH_GLOBAL.
+		ibv_wr_start(x);
+		x->wr_id = id;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_flush(x, noflush.rkey(), noflush.addr(0), 64, IBV_FLUSH_GLOBAL,
+			     IBV_FLUSH_RANGE);
+		posted(Paccess, ibv_wr_complete(x), "FLUSH", id);
+		expect_wcs(Paccess, "requester", c.a.cq, c.a.qpn, {{id, IBV_WC_REM_ACCESS_ERR}});
+		id++;
+		region_check(Paccess, noflush);
+		expect_state(Paccess, "responder", c.b.qp, IBV_QPS_ERR);
+		Paccess.report("FLUSH of an MR without FLUSH_GLOBAL: REM_ACCESS_ERR, responder in ERR");
+	}
+	if (!P.ok()) {
+		for (point *Q : {&Prange, &Pmr, &Paccess})
+			Q->why = P.why;
+		Prange.report("WRITE then FLUSH (range)");
+		Pmr.report("FLUSH (whole MR)");
+		Paccess.report("FLUSH without FLUSH_GLOBAL");
+	}
+	conn_free(c);
+	region_free(noflush);
+	region_free(loc);
+	region_free(tgt);
+}
+#endif
 
 // ---- 8. a SEND larger than the receive --------------------------------------
 
@@ -1975,7 +2309,7 @@ bool want_group(const char *groups, const char *g)
 void usage()
 {
 	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
-			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,len,srq,mw,rereg,credits|blackhole] "
+			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,awrite,len,srq,mw,rereg,credits|awrite-loss|blackhole] "
 			"[--inject rkey] [-v]\n");
 }
 
@@ -2043,6 +2377,12 @@ int main(int argc, char **argv)
 		}
 		if (want_group(groups, "atomic"))
 			test_atomics();
+		if (want_group(groups, "awrite")) {
+			test_atomic_write();
+#if SROCE_RDMA_CORE >= 45
+			test_flush();
+#endif
+		}
 		if (want_group(groups, "len")) {
 			test_send_too_big(100, 101);
 			test_send_too_big(2048, 3000);
@@ -2055,6 +2395,9 @@ int main(int argc, char **argv)
 			test_rereg();
 		if (want_group(groups, "credits"))
 			test_credits();
+		// Only when asked for: the caller has set up loss.
+		if (groups && want_group(groups, "awrite-loss"))
+			test_atomic_write_loss();
 		// Only when asked for: the caller has cut the link.
 		if (groups && want_group(groups, "blackhole")) {
 			test_peer_gone(3, GONE_BLACKHOLE);

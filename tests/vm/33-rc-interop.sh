@@ -6,7 +6,8 @@
 # sroce1 on vethB in nsB. Each side serves in turn: ibv_rc_pingpong at
 # 1 B, 4 KiB and 1 MiB with the data checked, sroce_integrity (all ops,
 # every byte), and perftest send/write/read/atomic bandwidth and
-# latency, each with the ibv_wr_* API and with --use_old_post_send; then
+# latency, each with the ibv_wr_* API and with --use_old_post_send, and
+# IBTA 1.5's ATOMIC WRITE each way (sroce_rc_errors -o awrite); then
 # at MTU 9000 (path MTU 4096) pingpong, integrity and the bandwidths.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -63,7 +64,15 @@ perf() {
 	[ -n "$row" ] && awk '{ for (i = 3; i <= NF; i++) if ($i > 0) exit 0; exit 1 }' <<<"$row"
 }
 
-tap_plan 54
+# awrite rxe|sroce: the other side writes atomically to the server's MRs
+# (one process holds both devices, which every namespace sees).
+awrite() {
+	sroce_rxe_sides "$1"
+	timeout 120 "$SROCE_BIN/sroce_rc_errors" -a "$C_DEV" -A "$C_GID" \
+		-b "$S_DEV" -B "$S_GID" -o awrite
+}
+
+tap_plan 56
 sroce_rxe_pair || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
 for server in rxe sroce; do
 	for size in 1 4096 1048576; do
@@ -76,6 +85,8 @@ for server in rxe sroce; do
 		tap_check "$server serves: $t --use_old_post_send" \
 			perf "$server" "$t" --use_old_post_send
 	done
+	TAP_VERBOSE=1 tap_check "$server serves: ATOMIC WRITE (caps, data, 32 in flight, access error)" \
+		awrite "$server"
 done
 
 # Jumbo frames: path MTU 4096 both ways.

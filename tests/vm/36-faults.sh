@@ -3,7 +3,8 @@
 #
 # Faults under RC traffic between sroce0 (nsA) and sroce1 (nsB), with
 # sroce_integrity checking every byte: the MTU changed both ways, netem
-# delay 10 ms and loss 30 %, then the device pulled away — "rdma link
+# delay 10 ms and loss 30 % (and ATOMIC WRITEs at 10 %, which must be
+# replayed, never stored twice), then the device pulled away — "rdma link
 # delete" with live user contexts, "ip link del" of the netdev, rmmod.
 # The rule: data arrives intact, or the QP reports an error; never a wrong,
 # stale or doubled byte. A pulled device must not wait for its users: the
@@ -157,7 +158,14 @@ timed() {
 	return $rc
 }
 
-tap_plan 20
+# ATOMIC WRITE and READ rounds with the loss on (sroce_rc_errors, one
+# process, both devices): every one succeeds, duplicates replayed.
+awrite_loss() {
+	timeout 240 "$SROCE_BIN/sroce_rc_errors" -a sroce0 -A "$SROCE_GID_A" \
+		-b sroce1 -B "$SROCE_GID_B" -w 60 -o awrite-loss
+}
+
+tap_plan 21
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 
 # MTU: the QPs run at path MTU 1024, which every MTU here carries.
@@ -178,6 +186,12 @@ tap_check "netem loss 30% of RoCE packets: both sides finish" wait_traffic 280
 TAP_VERBOSE=1 tap_check "... every byte right, or an error completion: never wrong data" intact_or_error
 TAP_VERBOSE=1 tap_check "... the loss was real: the devices retransmitted" \
 	more_than "$retx0" retransmitted
+netem_off
+# 10 %: each operation needs its request and its answer through; at 30 %
+# retry_cnt 7 runs out now and then, which is the network, not sroce.
+netem_roce loss 10% || tap_bail "netem on UDP 4791"
+TAP_VERBOSE=1 tap_check "netem loss 10 %: ATOMIC WRITE rounds all succeed, later values in place, duplicates replayed" \
+	awrite_loss
 netem_off
 
 start_traffic -n 50 || tap_bail "traffic did not start"
