@@ -195,7 +195,9 @@ static inline int sroce_resize_cq_int(struct ib_cq *ibcq, int cqe,
  */
 #ifndef SROCE_HAVE_IB_FLUSH
 #define IB_ACCESS_FLUSH_GLOBAL		0
+#define IB_ACCESS_FLUSH_PERSISTENT	0
 #define IB_DEVICE_FLUSH_GLOBAL		0ULL
+#define IB_DEVICE_FLUSH_PERSISTENT	0ULL
 #define IB_DEVICE_ATOMIC_WRITE		(1ULL << 40)	/* uverbs' value */
 #define IB_WC_FLUSH			8
 #define IB_WC_ATOMIC_WRITE		9

@@ -160,21 +160,35 @@ static void sroce_mr_check_access_flags(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, R_ATOMIC), -EINVAL);
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, R_READ | R_WRITE),
 			-EINVAL);
-	/* Unknown bits; on-demand paging and flush, which sroce lacks. */
+	/*
+	 * Unknown bits; on-demand paging, which sroce lacks; flush, which
+	 * ib_core allows only on a device that claims it.
+	 */
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, BIT(30)), -EINVAL);
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, IB_ACCESS_ON_DEMAND),
 			-EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE |
-						    IB_ACCESS_FLUSH_GLOBAL),
-			-EOPNOTSUPP);
-	/* ib_core would allow these if the device claimed them: we don't. */
+	if (IB_ACCESS_FLUSH_GLOBAL)	/* 0 before 6.2 (sroce_compat.h) */
+		KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE |
+							    IB_ACCESS_FLUSH_GLOBAL),
+				-EOPNOTSUPP);
+	/*
+	 * Claimed, as sroce's query_device does: global flush is allowed;
+	 * on-demand paging and persistent flush (no MR is persistent
+	 * memory) are still not, whatever the device claims.
+	 */
 	dev->attrs.kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 	dev->attrs.device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, IB_ACCESS_ON_DEMAND),
 			-EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE |
 						    IB_ACCESS_FLUSH_GLOBAL),
-			-EOPNOTSUPP);
+			0);
+	if (IB_ACCESS_FLUSH_GLOBAL) {
+		dev->attrs.device_cap_flags |= IB_DEVICE_FLUSH_PERSISTENT;
+		KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE |
+							    IB_ACCESS_FLUSH_PERSISTENT),
+				-EOPNOTSUPP);
+	}
 }
 
 static void sroce_kunit_free_page(void *page)
