@@ -69,9 +69,16 @@ no_bad_data() {
 }
 
 all_intact() {
+	local ok=1
 	no_bad_data &&
 	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' "$RUN/client" &&
-	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' "$RUN/server"
+	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' "$RUN/server" &&
+	ok=0
+	# Why not: both sides' last words (and their exit statuses).
+	((ok)) && echo "client exit ${CRC:-?}, server exit ${SRC:-?}" &&
+		tail -n 8 "$RUN/client" | sed 's/^/client: /' &&
+		tail -n 8 "$RUN/server" | sed 's/^/server: /'
+	return $ok
 }
 
 # Intact, or stopped by an error completion or async event: never data.
