@@ -527,6 +527,23 @@ static bool sroce_resp_queue_res(struct sroce_qp *qp,
 	return true;
 }
 
+/*
+ * The request @pkt, executed, becomes resource @res of @type taking
+ * @npsn PSNs: the message is done, its answer queued.
+ */
+static void sroce_resp_answer_res(struct sroce_qp *qp,
+				  struct sroce_resp_res *res, u8 type,
+				  const struct sroce_pkt *pkt, u32 npsn)
+{
+	res->type = type;
+	res->opcode = pkt->opcode;
+	res->first_psn = pkt->psn;
+	res->last_psn = sroce_psn_add(pkt->psn, npsn - 1);
+	qp->resp.psn = sroce_psn_add(res->last_psn, 1);
+	qp->resp.msn = (qp->resp.msn + 1) & SROCE_MSN_MASK;
+	sroce_resp_queue_res(qp, res, res->first_psn);
+}
+
 /* An RDMA READ request or an atomic at the expected PSN. */
 static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 				const struct sroce_pkt *pkt)
@@ -569,18 +586,12 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 		sroce_mr_put(mr);
 	}
 
-	res->type = atomic ? SROCE_RTX_ATOMIC : SROCE_RTX_READ;
-	res->opcode = pkt->opcode;
-	res->first_psn = pkt->psn;
-	res->last_psn = sroce_psn_add(pkt->psn,
-				      atomic ? 0 : sroce_resp_npkts(qp, len) - 1);
 	res->va = pkt->va;
 	res->rkey = pkt->rkey;
 	res->length = len;
 	res->orig = orig;
-	qp->resp.psn = sroce_psn_add(res->last_psn, 1);
-	qp->resp.msn = (qp->resp.msn + 1) & SROCE_MSN_MASK;
-	sroce_resp_queue_res(qp, res, res->first_psn);
+	sroce_resp_answer_res(qp, res, atomic ? SROCE_RTX_ATOMIC : SROCE_RTX_READ,
+			      pkt, atomic ? 1 : sroce_resp_npkts(qp, len));
 	return SROCE_RESP_KICK;
 
 access_error:
@@ -674,13 +685,8 @@ static u32 sroce_resp_flush_write(struct sroce_qp *qp, struct sk_buff *skb,
 		nak = sroce_resp_do_flush(qp, pkt);
 	if (nak)
 		goto nak;	/* the slot stays free (type 0) */
-	res->type = SROCE_RTX_READ;	/* a READ response of no payload */
-	res->opcode = pkt->opcode;
-	res->first_psn = pkt->psn;
-	res->last_psn = pkt->psn;
-	qp->resp.psn = sroce_psn_add(pkt->psn, 1);
-	qp->resp.msn = (qp->resp.msn + 1) & SROCE_MSN_MASK;
-	sroce_resp_queue_res(qp, res, res->first_psn);
+	/* A READ response of no payload (length 0). */
+	sroce_resp_answer_res(qp, res, SROCE_RTX_READ, pkt, 1);
 	return SROCE_RESP_KICK;
 
 nak:
