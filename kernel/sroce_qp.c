@@ -544,11 +544,17 @@ static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 		return -EINVAL;
 	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > 0xffffff)
 		return -EINVAL;
+	/*
+	 * ib_cm gives every QP of a device that can flush both FLUSH access
+	 * bits: take PERSISTENT too. No MR can have it, so a persistent
+	 * FLUSH still finds no access.
+	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
 	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |
 				       IB_ACCESS_REMOTE_ATOMIC |
 				       IB_ACCESS_FLUSH_GLOBAL |
+				       IB_ACCESS_FLUSH_PERSISTENT |
 				       IB_ACCESS_LOCAL_WRITE)))
 		return -EINVAL;
 	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))

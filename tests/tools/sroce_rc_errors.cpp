@@ -1143,6 +1143,11 @@ void test_atomics()
 constexpr uint64_t CAP_FLUSH_GLOBAL = 1ull << 38;
 constexpr uint64_t CAP_ATOMIC_WRITE = 1ull << 40;
 
+// IB_UVERBS_ACCESS_FLUSH_GLOBAL and _PERSISTENT (rdma-core 45 names them).
+// ib_cm's connection set-up gives a QP both whenever the device can flush
+// at all, so every rdma_cm QP on such a device is moved to INIT with them.
+constexpr int CM_FLUSH_ACCESS = (1 << 8) | (1 << 9);
+
 // An sroce device (its sysfs ABI attribute), not rdma_rxe or hardware:
 // what only sroce's provider checks at posting is checked there only.
 bool is_sroce(const dev &d)
@@ -1179,7 +1184,7 @@ int post_awrites(ibv_qp *qp, uint64_t &id, region &tgt, size_t off, int n, uint6
 
 void test_atomic_write()
 {
-	point P, Pcap, Pone, Pburst, Pold, Palign, Paccess;
+	point P, Pcap, Pcm, Pone, Pburst, Pold, Palign, Paccess;
 	conn c;
 	region tgt, loc, ro;
 	ibv_qp_ex *x = nullptr;
@@ -1192,12 +1197,19 @@ void test_atomic_write()
 		Pcap.fail("device_cap_flags_ex 0x%llx (both devices) without ATOMIC_WRITE (bit 40)",
 			  static_cast<unsigned long long>(caps));
 	Pcap.report("ibv_query_device_ex: ATOMIC_WRITE (bit 40) on both devices");
+	// B's QP gets the access ib_cm would give it (a regression: sroce
+	// refused FLUSH_PERSISTENT on a QP, so no rdma_cm QP could connect).
+	if (device_caps_ex(B) & CAP_FLUSH_GLOBAL)
+		p.access_b |= CM_FLUSH_ACCESS;
 
 	if (region_make(P, tgt, "target", B, 4096, ALL_REMOTE, 71) &&
 	    region_make(P, loc, "local buffer", A, 4096, IBV_ACCESS_LOCAL_WRITE, 72) &&
 	    region_make(P, ro, "read-only target", B, 4096,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, 73) &&
 	    conn_make(P, c, p)) {
+		Pcm.report("B's QP connects with the access ib_cm gives it (remote write, "
+			   "read, atomic%s)", (p.access_b & CM_FLUSH_ACCESS) ?
+			   ", flush global and persistent" : "");
 		std::vector<want> w;
 		posted(Pone, post_awrites(c.a.qp, id, tgt, 40, 1, 1000, w), "ATOMIC_WRITE", id - 1);
 		expect_wcs(Pone, "requester", c.a.cq, c.a.qpn, w);
@@ -1279,8 +1291,9 @@ void test_atomic_write()
 			       "WRITE after it flushed, nothing placed, the responder in ERR");
 	}
 	if (!P.ok()) {
-		for (point *Q : {&Pone, &Pburst, &Pold, &Palign, &Paccess})
+		for (point *Q : {&Pcm, &Pone, &Pburst, &Pold, &Palign, &Paccess})
 			Q->why = P.why;
+		Pcm.report("B's QP connects with the access ib_cm gives it");
 		Pone.report("ibv_wr_atomic_write");
 		Pburst.report("ATOMIC WRITEs in flight");
 		Pold.report("ibv_post_send IBV_WR_ATOMIC_WRITE");
