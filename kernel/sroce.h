@@ -92,6 +92,14 @@ enum sroce_counter {
 	SROCE_CNT_RX_DROP_SEQ,		/* requests beyond the expected PSN */
 	SROCE_CNT_TX_BURSTS,		/* GSO bursts of several packets */
 	SROCE_CNT_LO_DEFERRED,		/* loopback packets queued behind one */
+	SROCE_CNT_ODP_FAULTS,		/* ODP fault requests resolved */
+	SROCE_CNT_ODP_FAULT_ERRORS,	/* ... that found no (writable) page */
+	SROCE_CNT_ODP_INVALIDATIONS,	/* notifier invalidations of ODP MRs */
+	SROCE_CNT_ODP_PREFETCHES,	/* advise_mr prefetch ranges */
+	SROCE_CNT_ODP_RNR_NAK_SENT,	/* RNR NAKs while a page faulted in */
+	SROCE_CNT_ODP_REQ_WAITS,	/* requester passes waiting for one */
+	SROCE_CNT_ODP_RX_DROPS,		/* UC/UD packets dropped waiting for one */
+	SROCE_CNT_ODP_RX_DEFERRED,	/* UD datagrams held for one */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -137,6 +145,7 @@ struct sroce_dev {
 	u32 mw_key_next;		/* windows: above SROCE_MAX_MR */
 	atomic_t key_gen;		/* variant byte of the next key */
 	atomic64_t qp_serial;		/* sroce_qp.serial of the last QP */
+	atomic_t odp_mrs;		/* ODP MRs registered (sroce_odp.c) */
 	spinlock_t mw_lock;		/* window state (sroce_mw.c) */
 
 	/* Multicast groups and their QPs (see sroce_mcast.c). */
@@ -212,6 +221,25 @@ struct sroce_reg_mr_wr {
 	u32 access;			/* IB_ACCESS_* */
 };
 
+/*
+ * An ODP MR's page table (see sroce_odp.c); an implicit MR's root has
+ * children instead, one page table per 2 MiB.
+ */
+struct sroce_odp {
+	struct sroce_dev *sdev;
+	struct ib_umem_odp *umem;
+	u64 start;			/* user address of map[0]'s page */
+	size_t npages;
+	unsigned long *map;		/* page | SROCE_ODP_* bits, or 0 */
+	spinlock_t lock;		/* map and the data path's copies */
+	atomic_t pending;		/* fault requests in flight */
+	bool child;			/* of an implicit MR: found under RCU */
+	bool implicit;			/* the root of an implicit MR: */
+	struct xarray children;		/* va >> 21 -> struct sroce_odp */
+	struct mutex children_lock;	/* creation of children */
+	u64 bad_start, bad_end;		/* nothing mapped (one-shot, lock) */
+};
+
 struct sroce_mr {
 	struct ib_mr ibmr;
 	enum sroce_mr_type type;
@@ -220,6 +248,7 @@ struct sroce_mr {
 	u64 iova;			/* address the MR is named by */
 	u64 length;
 	struct ib_umem *umem;
+	struct sroce_odp *odp;		/* USER, ON_DEMAND: no pages pinned */
 	struct page **pages;		/* USER: npages pinned pages */
 	size_t npages;
 	unsigned int offset;		/* of byte 0 in pages[0] */
@@ -448,6 +477,9 @@ struct sroce_resp {
 	u32 txq_size;
 	u32 tx_head;			/* next to send */
 	u32 tx_tail;			/* next free */
+	/* UD datagrams waiting for an ODP page, in arrival order */
+	struct list_head odp_pending;
+	u32 odp_npending;
 };
 
 struct sroce_qp {
@@ -601,6 +633,32 @@ int sroce_mr_atomic_write(const struct sroce_mr *mr, u64 iova, u64 value);
 int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig);
 
+/* sroce_odp.c */
+int sroce_odp_init(struct sroce_mr *mr, struct ib_device *ibdev, u64 start,
+		   u64 length, int access);
+void sroce_odp_release(struct sroce_mr *mr);
+int sroce_odp_fault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
+		    bool fault);
+/* What of the QP that waited runs when a fault is done. */
+enum sroce_odp_kick {
+	SROCE_ODP_KICK_REQ,		/* its requester */
+	SROCE_ODP_KICK_RESP,		/* its deferred UD receives */
+};
+
+bool sroce_odp_fault_async(struct sroce_mr *mr, u64 iova, u64 len,
+			   bool write, struct sroce_qp *qp,
+			   enum sroce_odp_kick kick);
+void *sroce_odp_map(const struct sroce_mr *mr, u64 iova, bool write,
+		    u32 *room, int *err, struct sroce_odp **held);
+void sroce_odp_unmap(struct sroce_odp *held);
+int sroce_odp_ensure(struct sroce_mr *mr, u64 iova, u64 len, bool write,
+		     struct sroce_qp *qp, enum sroce_odp_kick kick);
+int sroce_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs);
+int sroce_odp_wq_init(void);
+void sroce_odp_wq_exit(void);
+
 /* sroce_mcast.c */
 int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *ibgid, u16 lid);
 int sroce_detach_mcast(struct ib_qp *ibqp, union ib_gid *ibgid, u16 lid);
@@ -676,6 +734,7 @@ int sroce_resp_init(struct sroce_qp *qp, u32 max_sge, gfp_t gfp);
 void sroce_resp_free(struct sroce_qp *qp);
 int sroce_resp_set_rd_atomic(struct sroce_qp *qp, u32 n);
 void sroce_resp_reset(struct sroce_qp *qp);
+void sroce_resp_odp_redeliver(struct sroce_qp *qp);
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    struct sroce_pkt *pkt);
 bool sroce_resp_tx_pass(struct sroce_task *task);

@@ -281,9 +281,14 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 	}
 }
 
+/* sroce_comp_scatter(): an ODP page of the destination is on its way. */
+#define SROCE_COMP_ODP_WAIT	0xff
+
 /*
  * Place @len bytes of a response into the SGEs of @wqe from byte @off.
- * Return: IB_WC_SUCCESS or IB_WC_LOC_PROT_ERR.
+ * Return: IB_WC_SUCCESS, IB_WC_LOC_PROT_ERR or SROCE_COMP_ODP_WAIT (the
+ * requester faulted the pages in before it asked, an invalidation took
+ * one since: the response is dropped and asked for again).
  */
 static u8 sroce_comp_scatter(struct sroce_qp *qp,
 			     const struct sroce_send_wqe *wqe, u32 off,
@@ -316,7 +321,13 @@ static u8 sroce_comp_scatter(struct sroce_qp *qp,
 		else
 			err = sroce_mr_copy(mr, sge[i].addr + off, (void *)buf,
 					    n, true);
+		if (err == -EAGAIN)
+			err = sroce_odp_ensure(mr, sge[i].addr + off,
+					       sge[i].length - off, true, NULL,
+					       SROCE_ODP_KICK_REQ);
 		sroce_mr_put(mr);
+		if (err == -EAGAIN || err == -ENOMEM)
+			return SROCE_COMP_ODP_WAIT;
 		if (err)
 			return IB_WC_LOC_PROT_ERR;
 		skb_off += n;
@@ -373,6 +384,14 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 			goto stale;
 		status = sroce_comp_scatter(qp, wqe, 0, NULL, 0, &orig,
 					    sizeof(orig));
+		/*
+		 * Asked again at once (the requester waits for the page
+		 * first); the responder replays its answer.
+		 */
+		if (status == SROCE_COMP_ODP_WAIT) {
+			sroce_comp_rewind(qp);
+			goto stale;
+		}
 		goto complete;
 	}
 
@@ -398,9 +417,20 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 	if (!sroce_comp_read_fits(qp, m, pkt))
 		goto stale;
-	m->await_replay = 0;
 	status = sroce_comp_scatter(qp, wqe, m->resp_off, skb,
 				    pkt->payload_off, NULL, pkt->paylen);
+	/*
+	 * Not placed: asked again from here, once, as for a lost response;
+	 * the requester waits for the page before it asks.
+	 */
+	if (status == SROCE_COMP_ODP_WAIT) {
+		if (!m->await_replay) {
+			m->await_replay = 1;
+			sroce_comp_rewind(qp);
+		}
+		goto stale;
+	}
+	m->await_replay = 0;
 	m->resp_off += pkt->paylen;
 	if (status == IB_WC_SUCCESS && pkt->psn != m->last_psn) {
 		/* Progress: the retry budget is for a stall, not a READ. */

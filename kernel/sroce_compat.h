@@ -203,4 +203,18 @@ static inline int sroce_resize_cq_int(struct ib_cq *ibcq, int cqe,
 #define IB_WC_ATOMIC_WRITE		9
 #endif
 
+/*
+ * An ODP umem's hmm pfns (valid and writable bits included) and the
+ * access mask map_dma_and_lock takes: 6.16 moved the array into a struct
+ * hmm_dma_map and asks for HMM_PFN_WRITE instead of ODP_*_ALLOWED_BIT.
+ */
+#ifdef SROCE_HAVE_ODP_HMM_MAP
+#define sroce_odp_pfns(umem_odp)	((umem_odp)->map.pfn_list)
+#define SROCE_ODP_ACCESS(write)		((write) ? HMM_PFN_WRITE : 0)
+#else
+#define sroce_odp_pfns(umem_odp)	((umem_odp)->pfn_list)
+#define SROCE_ODP_ACCESS(write)		(ODP_READ_ALLOWED_BIT | \
+					 ((write) ? ODP_WRITE_ALLOWED_BIT : 0))
+#endif
+
 #endif /* SROCE_COMPAT_H */

@@ -80,6 +80,27 @@ void sroce_dev_mtu_update(struct sroce_dev *sdev)
 	spin_unlock_bh(&sdev->port_lock);
 }
 
+/*
+ * On-demand paging (sroce_odp.c) on RC and UD, explicit and implicit
+ * (one MR over the whole address space): the requester, the completer
+ * and the responder fault pages in; an RC responder answers a packet
+ * that waits for one with an RNR NAK, a UD QP holds the datagram until
+ * the page is there. UC drops it: not announced.
+ */
+static void sroce_odp_caps(struct ib_odp_caps *caps)
+{
+	caps->general_caps = IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT;
+	caps->per_transport_caps.rc_odp_caps = IB_ODP_SUPPORT_SEND |
+					       IB_ODP_SUPPORT_RECV |
+					       IB_ODP_SUPPORT_WRITE |
+					       IB_ODP_SUPPORT_READ |
+					       IB_ODP_SUPPORT_ATOMIC |
+					       IB_ODP_SUPPORT_SRQ_RECV;
+	caps->per_transport_caps.ud_odp_caps = IB_ODP_SUPPORT_SEND |
+					       IB_ODP_SUPPORT_RECV |
+					       IB_ODP_SUPPORT_SRQ_RECV;
+}
+
 static int sroce_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
@@ -107,7 +128,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
 				 IB_DEVICE_ATOMIC_WRITE |
 				 IB_DEVICE_FLUSH_GLOBAL;
-	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING;
+	sroce_odp_caps(&attr->odp_caps);
 	attr->max_send_sge = SROCE_MAX_SGE;
 	attr->max_recv_sge = SROCE_MAX_SGE;
 	attr->max_sge_rd = SROCE_MAX_SGE;
@@ -284,6 +306,14 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_RX_DROP_SEQ] = { .name = "rx_drop_out_of_sequence" },
 	[SROCE_CNT_TX_BURSTS] = { .name = "tx_bursts" },
 	[SROCE_CNT_LO_DEFERRED] = { .name = "loopback_deferred" },
+	[SROCE_CNT_ODP_FAULTS] = { .name = "odp_page_faults" },
+	[SROCE_CNT_ODP_FAULT_ERRORS] = { .name = "odp_page_fault_errors" },
+	[SROCE_CNT_ODP_INVALIDATIONS] = { .name = "odp_invalidations" },
+	[SROCE_CNT_ODP_PREFETCHES] = { .name = "odp_prefetches" },
+	[SROCE_CNT_ODP_RNR_NAK_SENT] = { .name = "odp_rnr_nak_sent" },
+	[SROCE_CNT_ODP_REQ_WAITS] = { .name = "odp_requester_waits" },
+	[SROCE_CNT_ODP_RX_DROPS] = { .name = "odp_rx_drops" },
+	[SROCE_CNT_ODP_RX_DEFERRED] = { .name = "odp_rx_deferred" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);
@@ -380,6 +410,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
 
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
+	.advise_mr = sroce_advise_mr,
 	.alloc_mr = sroce_alloc_mr,
 	.alloc_mw = sroce_alloc_mw,
 	.alloc_pd = sroce_alloc_pd,

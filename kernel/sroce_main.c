@@ -187,9 +187,12 @@ static int __init sroce_module_init(void)
 	err = sroce_task_wq_init();
 	if (err)
 		goto err_crc;
-	err = sroce_net_init();
+	err = sroce_odp_wq_init();
 	if (err)
 		goto err_wq;
+	err = sroce_net_init();
+	if (err)
+		goto err_odp;
 
 	err = register_netdevice_notifier(&sroce_netdev_notifier);
 	if (err)
@@ -201,6 +204,8 @@ static int __init sroce_module_init(void)
 
 err_net:
 	sroce_net_exit();
+err_odp:
+	sroce_odp_wq_exit();
 err_wq:
 	sroce_task_wq_exit();
 err_crc:
@@ -214,6 +219,7 @@ static void __exit sroce_module_exit(void)
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
 	sroce_unregister_all();
 	sroce_net_exit();
+	sroce_odp_wq_exit();
 	sroce_task_wq_exit();
 	sroce_crc_engine_exit();
 	pr_debug("%s: unloaded\n", SROCE_DRV_NAME);

@@ -23,9 +23,16 @@
  * references drain as at dereg. A peer holding the rkey goes on using it
  * with the new access, PD or translation; a failed rereg changes nothing.
  *
+ * On-demand paging (IB_ACCESS_ON_DEMAND): a USER MR with mr->odp pins
+ * nothing; sroce_odp.c keeps its pages. The data access below maps each
+ * page through sroce_mr_map(), which for an ODP MR holds the page table's
+ * lock until sroce_mr_unmap(), and returns -EAGAIN for a page that is not
+ * present: the caller asks for the fault (sroce_odp_ensure()) and tries
+ * again later. ODP pages are never lent.
+ *
  * Locking: key_xa has its own lock; an MR object is immutable between
  * registration and dereg, except the FRWR page list, which the owner QP's
- * send path serialises.
+ * send path serialises, and an ODP MR's page table (sroce_odp.c).
  */
 
 #include <linux/net.h>
@@ -39,7 +46,8 @@
 #define SROCE_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 			 IB_ACCESS_MW_BIND | IB_ACCESS_HUGETLB | \
-			 IB_ACCESS_RELAXED_ORDERING | IB_ACCESS_FLUSH_GLOBAL)
+			 IB_ACCESS_RELAXED_ORDERING | IB_ACCESS_FLUSH_GLOBAL | \
+			 IB_ACCESS_ON_DEMAND)
 
 /* May an MR be registered with @access on @ibdev? */
 int sroce_mr_check_access(struct ib_device *ibdev, int access)
@@ -49,6 +57,9 @@ int sroce_mr_check_access(struct ib_device *ibdev, int access)
 	if (err)
 		return err;
 	if (access & ~SROCE_MR_ACCESS)
+		return -EOPNOTSUPP;
+	/* An ODP page table has one entry per base page. */
+	if ((access & IB_ACCESS_ON_DEMAND) && (access & IB_ACCESS_HUGETLB))
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -122,6 +133,7 @@ void sroce_mr_release(struct sroce_dev *sdev, struct sroce_mr *mr)
 	sroce_mr_put(mr);
 	wait_for_completion(&mr->released);
 
+	sroce_odp_release(mr);
 	ib_umem_release(mr->umem);
 	kvfree(mr->pages);
 	kfree(mr->page_list);
@@ -326,7 +338,12 @@ static int sroce_mr_check_user(struct ib_pd *ibpd, u64 start, u64 length,
 static int sroce_mr_fill_user(struct sroce_mr *mr, struct ib_pd *ibpd,
 			      u64 start, u64 length, u64 iova, int access)
 {
-	int err = sroce_mr_pin(mr, ibpd->device, start, length, access);
+	int err;
+
+	if (access & IB_ACCESS_ON_DEMAND)
+		err = sroce_odp_init(mr, ibpd->device, start, length, access);
+	else
+		err = sroce_mr_pin(mr, ibpd->device, start, length, access);
 
 	if (err)
 		return err;
@@ -550,6 +567,28 @@ static void *sroce_mr_addr(const struct sroce_mr *mr, u64 iova, u32 *room)
 	return NULL;
 }
 
+/*
+ * Map the byte of @mr at @iova for an access (a write if @write): its
+ * kernel address and the contiguous bytes from there, until
+ * sroce_mr_unmap(). NULL with *@err = -EAGAIN for an ODP page that is not
+ * present (writable), else -EFAULT.
+ */
+static void *sroce_mr_map(const struct sroce_mr *mr, u64 iova, bool write,
+			  u32 *room, int *err, struct sroce_odp **held)
+{
+	*held = NULL;
+	if (mr->odp)
+		return sroce_odp_map(mr, iova, write, room, err, held);
+	*err = -EFAULT;
+	return sroce_mr_addr(mr, iova, room);
+}
+
+static void sroce_mr_unmap(struct sroce_odp *held)
+{
+	if (held)
+		sroce_odp_unmap(held);
+}
+
 /**
  * sroce_mr_copy - copy between @mr at @iova and a kernel buffer
  * @mr: a region whose range the caller checked
@@ -558,22 +597,26 @@ static void *sroce_mr_addr(const struct sroce_mr *mr, u64 iova, u32 *room)
  * @len: bytes
  * @to_mr: direction
  *
- * Return: 0, or -EFAULT if the region's backing is gone.
+ * Return: 0, -EAGAIN (an ODP page to fault in; bytes before it may have
+ * been copied) or -EFAULT if the region's backing is gone.
  */
 int sroce_mr_copy(const struct sroce_mr *mr, u64 iova, void *buf, u32 len,
 		  bool to_mr)
 {
 	while (len) {
+		struct sroce_odp *held;
 		u32 room, n;
-		void *addr = sroce_mr_addr(mr, iova, &room);
+		int err;
+		void *addr = sroce_mr_map(mr, iova, to_mr, &room, &err, &held);
 
 		if (!addr)
-			return -EFAULT;
+			return err;
 		n = min(len, room);
 		if (to_mr)
 			memcpy(addr, buf, n);
 		else
 			memcpy(buf, addr, n);
+		sroce_mr_unmap(held);
 		buf += n;
 		iova += n;
 		len -= n;
@@ -589,19 +632,23 @@ int sroce_mr_copy(const struct sroce_mr *mr, u64 iova, void *buf, u32 len,
  * @off: offset in @skb
  * @len: bytes
  *
- * Return: 0 or a negative errno.
+ * Return: 0, -EAGAIN (an ODP page to fault in) or -EFAULT.
  */
 int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
 		      const struct sk_buff *skb, u32 off, u32 len)
 {
 	while (len) {
+		struct sroce_odp *held;
 		u32 room, n;
-		void *addr = sroce_mr_addr(mr, iova, &room);
+		int err;
+		void *addr = sroce_mr_map(mr, iova, true, &room, &err, &held);
 
 		if (!addr)
-			return -EFAULT;
+			return err;
 		n = min(len, room);
-		if (skb_copy_bits(skb, off, addr, n))
+		err = skb_copy_bits(skb, off, addr, n);
+		sroce_mr_unmap(held);
+		if (err)
 			return -EFAULT;
 		off += n;
 		iova += n;
@@ -628,14 +675,18 @@ int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
  * software segmentation) copies them first.
  *
  * Return: 0; -EMSGSIZE when @skb runs out of fragment slots or
- * -EOPNOTSUPP when this memory cannot be lent (not in the direct map, or a
- * slab page): the caller frees @skb and copies instead; -EFAULT when the
- * region's backing is gone.
+ * -EOPNOTSUPP when this memory cannot be lent (not in the direct map, a
+ * slab page, or ODP pages, which an invalidation must be able to take
+ * back at once): the caller frees @skb and copies instead; -EFAULT when
+ * the region's backing is gone.
  */
 int sroce_mr_lend(const struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
 		  u32 len)
 {
 	struct skb_shared_info *sh = skb_shinfo(skb);
+
+	if (mr->odp)
+		return -EOPNOTSUPP;
 
 	while (len) {
 		u32 room, off, n;
@@ -682,21 +733,27 @@ int sroce_mr_lend(const struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
  * The CPU's atomics make this atomic against every other sroce atomic and
  * against the local CPU's own accesses to the same memory.
  *
- * Return: 0 or -EFAULT.
+ * Return: 0, -EAGAIN (an ODP page to fault in; nothing done) or -EFAULT.
  */
 int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig)
 {
+	struct sroce_odp *held;
 	u32 room;
-	atomic64_t *p = sroce_mr_addr(mr, iova, &room);
+	int err;
+	atomic64_t *p = sroce_mr_map(mr, iova, true, &room, &err, &held);
 
-	if (!p || room < sizeof(u64))
-		return -EFAULT;
-	if (cmp_swap)
+	if (!p)
+		return err;
+	err = 0;
+	if (room < sizeof(u64))
+		err = -EFAULT;
+	else if (cmp_swap)
 		*orig = atomic64_cmpxchg(p, compare, swap_add);
 	else
 		*orig = atomic64_fetch_add(swap_add, p);
-	return 0;
+	sroce_mr_unmap(held);
+	return err;
 }
 
 /**
@@ -707,20 +764,27 @@ int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
  * @value: the bytes, as they came
  *
  * Return: 0, -EINVAL if the word is not aligned in memory (an MR whose
- * iova and address differ in their low bits), -EFAULT if it is gone.
+ * iova and address differ in their low bits), -EAGAIN (an ODP page to
+ * fault in; nothing stored) or -EFAULT if it is gone.
  */
 int sroce_mr_atomic_write(const struct sroce_mr *mr, u64 iova, u64 value)
 {
+	struct sroce_odp *held;
 	u32 room;
-	u64 *p = sroce_mr_addr(mr, iova, &room);
+	int err;
+	u64 *p = sroce_mr_map(mr, iova, true, &room, &err, &held);
 
-	if (!p || room < sizeof(u64))
-		return -EFAULT;
-	if ((uintptr_t)p & 7)
-		return -EINVAL;
-	/* Ordered after the placements before it; one 8-byte store. */
-	smp_store_release(p, value);
-	return 0;
+	if (!p)
+		return err;
+	err = 0;
+	if (room < sizeof(u64))
+		err = -EFAULT;
+	else if ((uintptr_t)p & 7)
+		err = -EINVAL;
+	else	/* Ordered after the placements before it; one 8-byte store. */
+		smp_store_release(p, value);
+	sroce_mr_unmap(held);
+	return err;
 }
 
 /**

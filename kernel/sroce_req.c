@@ -252,6 +252,41 @@ static u8 sroce_req_check_payload(struct sroce_qp *qp,
 }
 
 /*
+ * ODP: the pages a READ's or an atomic's result lands in are faulted in
+ * before the request goes, so that its responses find them. -EAGAIN: the
+ * requester runs again when they are present. A key or range the
+ * payload check refuses is left to it.
+ */
+static int sroce_req_odp_scatter(struct sroce_qp *qp,
+				 const struct sroce_send_wqe *wqe)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	const struct sroce_sge *sge = (const void *)((const u8 *)wqe +
+						     SROCE_SEND_WQE_HDR);
+	u32 i, nsge = min_t(u32, wqe->num_sge, qp->max_send_sge);
+	int err = 0;
+
+	if (!atomic_read(&sdev->odp_mrs) || !sroce_wqe_scatters(wqe->opcode) ||
+	    (wqe->flags & SROCE_WQE_F_INLINE))
+		return 0;
+	for (i = 0; i < nsge && err != -EAGAIN; i++) {
+		struct sroce_mr *mr;
+
+		if (!sge[i].length)
+			continue;
+		mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, sge[i].lkey,
+					  sge[i].addr, sge[i].length,
+					  IB_ACCESS_LOCAL_WRITE);
+		if (!mr)
+			continue;
+		err = sroce_odp_ensure(mr, sge[i].addr, sge[i].length, true,
+				       qp, SROCE_ODP_KICK_REQ);
+		sroce_mr_put(mr);
+	}
+	return err;
+}
+
+/*
  * Copy and check the WQEs userspace published since the last fetch.
  * Return: the number of checked WQEs not yet sent, or -EINVAL when the
  * producer index is corrupt (the QP is then in error).
@@ -294,6 +329,7 @@ static int sroce_req_fetch(struct sroce_qp *qp)
  * Gather @len payload bytes of @wqe from byte @offset: copied into @dst,
  * or, when @lend_to is set, lent to that skb as page fragments. Bytes
  * outside the WQE's own data are never read, whatever the offset.
+ * -EAGAIN: an ODP page is on its way; the requester runs when it is.
  */
 static int sroce_req_gather(struct sroce_qp *qp,
 			    const struct sroce_send_wqe *wqe, u32 offset,
@@ -332,6 +368,14 @@ static int sroce_req_gather(struct sroce_qp *qp,
 		else
 			err = sroce_mr_copy(mr, sge[i].addr + offset, dst, n,
 					    false);
+		/* ODP: fault in the rest of the SGE, then run this pass again. */
+		if (err == -EAGAIN)
+			err = sroce_odp_ensure(mr, sge[i].addr + offset,
+					       sge[i].length - offset, false,
+					       qp, SROCE_ODP_KICK_REQ);
+		/* Not even asked for (no memory): the next pass asks again. */
+		if (err == -ENOMEM)
+			err = -EAGAIN;
 		sroce_mr_put(mr);
 		if (err)
 			return err;
@@ -754,6 +798,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 	bool fresh = req->index == req->sent;
 	struct sroce_pkt pkt;
 	struct sroce_av av;
+	int err;
 
 	if (m->status != IB_WC_SUCCESS)
 		return sroce_req_fail(qp, m, m->status);
@@ -773,6 +818,12 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 	if (!sroce_req_av(qp, wqe, &av))
 		return sroce_req_fail(qp, m, IB_WC_LOC_QP_OP_ERR);
 
+	/* Sent again too: an invalidation may have taken a page since. */
+	if ((fresh || m->rd_atomic) &&
+	    sroce_req_odp_scatter(qp, wqe) == -EAGAIN) {
+		sroce_count(sdev, SROCE_CNT_ODP_REQ_WAITS, 1);
+		return SROCE_REQ_WAIT;
+	}
 	if (fresh) {
 		m->status = sroce_req_check_payload(qp, wqe, &m->length);
 		if (m->status != IB_WC_SUCCESS) {
@@ -811,10 +862,16 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
 			sroce_count(sdev, SROCE_CNT_RETRANSMIT_PACKETS, 1);
-		if (sroce_req_xmit(qp, wqe, &av, &pkt, req->offset, paylen,
-				   burst) == -EFAULT) {
+		err = sroce_req_xmit(qp, wqe, &av, &pkt, req->offset, paylen,
+				     burst);
+		if (err == -EFAULT) {
 			/* The local memory went away: fail in order. */
 			return sroce_req_fail(qp, m, IB_WC_LOC_PROT_ERR);
+		}
+		if (err == -EAGAIN) {
+			/* Nothing sent: this packet again after the fault. */
+			sroce_count(sdev, SROCE_CNT_ODP_REQ_WAITS, 1);
+			return SROCE_REQ_WAIT;
 		}
 		(*budget)--;
 

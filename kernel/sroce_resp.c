@@ -51,6 +51,33 @@ MODULE_PARM_DESC(credits,
 #define SROCE_RESP_KICK		BIT(0)	/* run the transmit task */
 #define SROCE_RESP_ERROR	BIT(1)	/* move the QP to ERR */
 #define SROCE_RESP_FATAL	BIT(2)	/* ... with IB_EVENT_QP_FATAL */
+#define SROCE_RESP_ODP_WAIT	BIT(3)	/* UD: the datagram waits for a page */
+
+/* UD datagrams a QP holds while a page of its receive WQE faults in. */
+#define SROCE_RESP_ODP_MAX	64
+
+struct sroce_resp_odp_pkt {
+	struct list_head list;
+	struct sk_buff *skb;		/* a reference of its own */
+	struct sroce_pkt pkt;
+};
+
+static void sroce_resp_odp_free(struct list_head *list)
+{
+	struct sroce_resp_odp_pkt *e, *next;
+
+	list_for_each_entry_safe(e, next, list, list) {
+		kfree_skb(e->skb);
+		kfree(e);
+	}
+}
+
+/* Drop the datagrams a QP holds (reset, destroy); under resp_lock. */
+static void sroce_resp_odp_purge(struct sroce_qp *qp, struct list_head *to)
+{
+	list_splice_init(&qp->resp.odp_pending, to);
+	qp->resp.odp_npending = 0;
+}
 
 /* Resources and transmit queue -------------------------------------- */
 
@@ -77,6 +104,7 @@ int sroce_resp_init(struct sroce_qp *qp, u32 max_sge, gfp_t gfp)
 {
 	struct sroce_resp *resp = &qp->resp;
 
+	INIT_LIST_HEAD(&resp->odp_pending);
 	resp->sge = kcalloc(max(max_sge, 1U), sizeof(*resp->sge), gfp);
 	resp->nres = 1;
 	resp->res = kcalloc(resp->nres, sizeof(*resp->res), gfp);
@@ -91,6 +119,10 @@ int sroce_resp_init(struct sroce_qp *qp, u32 max_sge, gfp_t gfp)
 
 void sroce_resp_free(struct sroce_qp *qp)
 {
+	/* The QP is unpublished: no fault's work holds it any more. */
+	sroce_resp_odp_free(&qp->resp.odp_pending);
+	INIT_LIST_HEAD(&qp->resp.odp_pending);
+	qp->resp.odp_npending = 0;
 	kfree(qp->resp.sge);
 	kfree(qp->resp.res);
 	kfree(qp->resp.txq);
@@ -142,8 +174,10 @@ int sroce_resp_set_rd_atomic(struct sroce_qp *qp, u32 n)
 void sroce_resp_reset(struct sroce_qp *qp)
 {
 	struct sroce_resp *resp = &qp->resp;
+	LIST_HEAD(held);
 
 	spin_lock_bh(&qp->resp_lock);
+	sroce_resp_odp_purge(qp, &held);
 	resp->psn = qp->attr.rq_psn;
 	resp->msn = 0;
 	resp->msg = SROCE_RESP_IDLE;
@@ -154,6 +188,7 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	resp->tx_tail = 0;
 	memset(resp->res, 0, resp->nres * sizeof(*resp->res));
 	spin_unlock_bh(&qp->resp_lock);
+	sroce_resp_odp_free(&held);
 }
 
 static struct sroce_resp_tx *sroce_resp_tx_push(struct sroce_qp *qp, u8 type)
@@ -302,14 +337,50 @@ static void sroce_resp_complete_error(struct sroce_qp *qp, u8 status)
 }
 
 /*
+ * sroce_resp_scatter(): an ODP page of the receive buffer is on its way,
+ * or (UD) could not even be asked for.
+ */
+#define SROCE_SCATTER_ODP_WAIT	0xff
+#define SROCE_SCATTER_ODP_DROP	0xfe
+
+/*
+ * ODP (sroce_odp.c): a packet that needs a page not present yet is not
+ * taken. RC answers it with an RNR NAK, as RoCE hardware does, and the
+ * requester resends it once the RNR timer runs out; a UD datagram waits
+ * in the QP (sroce_resp_odp_defer()) and runs again once the fault is
+ * done; UC has no answer and no order to keep: dropped, and counted.
+ */
+static u32 sroce_resp_odp_wait(struct sroce_qp *qp,
+			       const struct sroce_pkt *pkt)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+
+	if (qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI)
+		return SROCE_RESP_ODP_WAIT;
+	if (qp->ibqp.qp_type != IB_QPT_RC) {
+		sroce_count(sdev, SROCE_CNT_ODP_RX_DROPS, 1);
+		return 0;
+	}
+	sroce_count(sdev, SROCE_CNT_ODP_RNR_NAK_SENT, 1);
+	sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
+	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK,
+						     qp->attr.min_rnr_timer),
+			     pkt->psn);
+	return SROCE_RESP_KICK;
+}
+
+/*
  * Copy @len bytes of @skb from @off into the loaded WQE's SGEs at
- * resp->offset. Return IB_WC_SUCCESS, LOC_LEN_ERR or LOC_PROT_ERR.
+ * resp->offset. Return IB_WC_SUCCESS, LOC_LEN_ERR, LOC_PROT_ERR or
+ * SROCE_SCATTER_ODP_WAIT (the rest of the SGE is being faulted in).
  */
 static u8 sroce_resp_scatter(struct sroce_qp *qp, const struct sk_buff *skb,
 			     u32 off, const void *buf, u32 len)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_resp *resp = &qp->resp;
+	bool ud = qp->ibqp.qp_type == IB_QPT_UD ||
+		  qp->ibqp.qp_type == IB_QPT_GSI;
 	u32 pos = resp->offset;
 	u32 i;
 
@@ -334,7 +405,16 @@ static u8 sroce_resp_scatter(struct sroce_qp *qp, const struct sk_buff *skb,
 		else
 			err = sroce_mr_copy(mr, sge->addr + pos, (void *)buf, n,
 					    true);
+		/* UD: the datagram waits, and runs again after the fault. */
+		if (err == -EAGAIN)
+			err = sroce_odp_ensure(mr, sge->addr + pos,
+					       sge->length - pos, true, ud ? qp : NULL,
+					       SROCE_ODP_KICK_RESP);
 		sroce_mr_put(mr);
+		if (err == -EAGAIN || (err == -ENOMEM && !ud))
+			return SROCE_SCATTER_ODP_WAIT;
+		if (err == -ENOMEM)
+			return SROCE_SCATTER_ODP_DROP;
 		if (err)
 			return IB_WC_LOC_PROT_ERR;
 		off += n;
@@ -375,6 +455,8 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 	status = sroce_resp_scatter(qp, skb, pkt->payload_off, NULL,
 				    pkt->paylen);
+	if (status == SROCE_SCATTER_ODP_WAIT)
+		return sroce_resp_odp_wait(qp, pkt);
 	if (status != IB_WC_SUCCESS) {
 		sroce_resp_complete_error(qp, status);
 		sroce_resp_nak(qp, sroce_scatter_nak_code(status), pkt->psn);
@@ -460,7 +542,13 @@ static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
 			goto access_error;
 		err = sroce_mr_copy_skb(mr, resp->va, skb, pkt->payload_off,
 					pkt->paylen);
+		/* ODP: the rest of the message's range at once. */
+		if (err == -EAGAIN)
+			err = sroce_odp_ensure(mr, resp->va, resp->resid, true,
+					       NULL, SROCE_ODP_KICK_REQ);
 		sroce_mr_put(mr);
+		if (err == -EAGAIN || err == -ENOMEM)
+			return sroce_resp_odp_wait(qp, pkt);
 		if (err)
 			goto access_error;
 	}
@@ -489,7 +577,8 @@ access_error:
 }
 
 /* The next resource slot, unless a queued answer still uses it. */
-static struct sroce_resp_res *sroce_resp_new_res(struct sroce_qp *qp)
+/* Is the next resource still being answered (max_dest_rd_atomic)? */
+static bool sroce_resp_res_busy(struct sroce_qp *qp)
 {
 	struct sroce_resp *resp = &qp->resp;
 	u32 idx = resp->res_next % resp->nres;
@@ -499,8 +588,18 @@ static struct sroce_resp_res *sroce_resp_new_res(struct sroce_qp *qp)
 		struct sroce_resp_tx *tx = &resp->txq[i % resp->txq_size];
 
 		if (tx->type != SROCE_RTX_ACK && tx->res == idx)
-			return NULL;
+			return true;
 	}
+	return false;
+}
+
+static struct sroce_resp_res *sroce_resp_new_res(struct sroce_qp *qp)
+{
+	struct sroce_resp *resp = &qp->resp;
+	u32 idx = resp->res_next % resp->nres;
+
+	if (sroce_resp_res_busy(qp))
+		return NULL;
 	resp->res_next++;
 	memset(&resp->res[idx], 0, sizeof(resp->res[idx]));
 	return &resp->res[idx];
@@ -554,6 +653,7 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 	struct sroce_resp_res *res;
 	struct sroce_mr *mr = NULL;
 	u64 orig = 0;
+	int err;
 
 	if (atomic && (pkt->va & 7)) {
 		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
@@ -566,25 +666,30 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 		if (!mr)
 			goto access_error;
 	}
-	res = sroce_resp_new_res(qp);
-	if (!res) {
+	if (sroce_resp_res_busy(qp)) {
 		/* More outstanding than max_dest_rd_atomic allows. */
 		if (mr)
 			sroce_mr_put(mr);
 		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
 		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 	}
-	if (atomic) {
-		int err = sroce_mr_atomic(mr, pkt->va,
-					  pkt->opcode == SROCE_OP_CMP_SWAP,
-					  pkt->compare, pkt->swap_add, &orig);
-
+	/* ODP: a READ is answered from pages that are there. */
+	err = mr ? sroce_odp_ensure(mr, pkt->va, len, atomic, NULL,
+				    SROCE_ODP_KICK_REQ) : 0;
+	if (!err && atomic)
+		err = sroce_mr_atomic(mr, pkt->va,
+				      pkt->opcode == SROCE_OP_CMP_SWAP,
+				      pkt->compare, pkt->swap_add, &orig);
+	if (err == -EAGAIN && atomic)
+		err = sroce_odp_ensure(mr, pkt->va, len, true, NULL,
+				       SROCE_ODP_KICK_REQ);
+	if (mr)
 		sroce_mr_put(mr);
-		if (err)
-			goto access_error;
-	} else if (mr) {
-		sroce_mr_put(mr);
-	}
+	if (err == -EAGAIN || err == -ENOMEM)
+		return sroce_resp_odp_wait(qp, pkt);
+	if (err)
+		goto access_error;
+	res = sroce_resp_new_res(qp);
 
 	res->va = pkt->va;
 	res->rkey = pkt->rkey;
@@ -601,7 +706,8 @@ access_error:
 
 /*
  * ATOMIC WRITE (IBTA 1.5): eight bytes to a naturally aligned word of an
- * MR with remote write, in one store. Return 0 or the NAK code.
+ * MR with remote write, in one store. Return 0, the NAK code, or
+ * -EAGAIN: an ODP page is on its way (nothing stored).
  */
 static int sroce_resp_do_atomic_write(struct sroce_qp *qp, struct sk_buff *skb,
 				      const struct sroce_pkt *pkt)
@@ -623,7 +729,12 @@ static int sroce_resp_do_atomic_write(struct sroce_qp *qp, struct sk_buff *skb,
 		err = -EFAULT;
 	else
 		err = sroce_mr_atomic_write(mr, pkt->va, value);
+	if (err == -EAGAIN)
+		err = sroce_odp_ensure(mr, pkt->va, sizeof(value), true, NULL,
+				       SROCE_ODP_KICK_REQ);
 	sroce_mr_put(mr);
+	if (err == -EAGAIN || err == -ENOMEM)
+		return -EAGAIN;
 	if (err)
 		return err == -EINVAL ? SROCE_NAK_INVALID_REQ :
 					SROCE_NAK_REM_ACCESS;
@@ -673,8 +784,7 @@ static u32 sroce_resp_flush_write(struct sroce_qp *qp, struct sk_buff *skb,
 	struct sroce_resp_res *res;
 	int nak;
 
-	res = sroce_resp_new_res(qp);
-	if (!res) {
+	if (sroce_resp_res_busy(qp)) {
 		/* More outstanding than max_dest_rd_atomic allows. */
 		nak = SROCE_NAK_INVALID_REQ;
 		goto nak;
@@ -683,8 +793,11 @@ static u32 sroce_resp_flush_write(struct sroce_qp *qp, struct sk_buff *skb,
 		nak = sroce_resp_do_atomic_write(qp, skb, pkt);
 	else
 		nak = sroce_resp_do_flush(qp, pkt);
+	if (nak == -EAGAIN)
+		return sroce_resp_odp_wait(qp, pkt);
 	if (nak)
-		goto nak;	/* the slot stays free (type 0) */
+		goto nak;
+	res = sroce_resp_new_res(qp);
 	/* A READ response of no payload (length 0). */
 	sroce_resp_answer_res(qp, res, SROCE_RTX_READ, pkt, 1);
 	return SROCE_RESP_KICK;
@@ -910,6 +1023,13 @@ static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
 		status = sroce_resp_scatter(qp, skb, pkt->payload_off, NULL,
 					    pkt->paylen);
 	}
+	/* The WQE stays loaded for the datagram's next try, or the next. */
+	if (status == SROCE_SCATTER_ODP_WAIT)
+		return sroce_resp_odp_wait(qp, pkt);
+	if (status == SROCE_SCATTER_ODP_DROP) {
+		sroce_count(sdev, SROCE_CNT_ODP_RX_DROPS, 1);
+		return 0;
+	}
 	if (status != IB_WC_SUCCESS) {
 		sroce_resp_complete_error(qp, status);
 		return SROCE_RESP_ERROR;
@@ -925,6 +1045,72 @@ static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 	sroce_resp_complete(qp, &cqe, pkt->se);
 	return 0;
+}
+
+/* UD and ODP ---------------------------------------------------------- */
+
+/*
+ * Hold a UD datagram that waits for an ODP page of the loaded receive
+ * WQE, or behind one that does; under resp_lock. The fault that was asked
+ * for runs sroce_resp_odp_redeliver(). Beyond SROCE_RESP_ODP_MAX, or
+ * without memory, the datagram is dropped, as a full receive queue
+ * drops one.
+ */
+static void sroce_resp_odp_defer(struct sroce_qp *qp, struct sk_buff *skb,
+				 const struct sroce_pkt *pkt)
+{
+	struct sroce_resp *resp = &qp->resp;
+	struct sroce_resp_odp_pkt *e = NULL;
+
+	if (resp->odp_npending < SROCE_RESP_ODP_MAX)
+		e = kmalloc(sizeof(*e), GFP_ATOMIC);
+	if (!e) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_ODP_RX_DROPS, 1);
+		return;
+	}
+	e->skb = skb_get(skb);
+	e->pkt = *pkt;
+	list_add_tail(&e->list, &resp->odp_pending);
+	resp->odp_npending++;
+	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_ODP_RX_DEFERRED, 1);
+}
+
+/**
+ * sroce_resp_odp_redeliver - take the UD datagrams @qp held for an ODP
+ *	fault, in order, until one waits again
+ * @qp: the QP (a reference held); process context (the fault's work)
+ */
+void sroce_resp_odp_redeliver(struct sroce_qp *qp)
+{
+	struct sroce_resp *resp = &qp->resp;
+	enum ib_qp_state state = sroce_qp_state(qp);
+	struct sroce_resp_odp_pkt *e;
+	LIST_HEAD(done);
+	u32 ret = 0;
+
+	spin_lock_bh(&qp->resp_lock);
+	if ((state != IB_QPS_RTR && state != IB_QPS_RTS &&
+	     state != IB_QPS_SQD && state != IB_QPS_SQE) ||
+	    resp->msg == SROCE_RESP_FAILED)
+		sroce_resp_odp_purge(qp, &done);
+	while ((e = list_first_entry_or_null(&resp->odp_pending,
+					     struct sroce_resp_odp_pkt, list))) {
+		ret = sroce_resp_ud(qp, e->skb, &e->pkt);
+		/* Another page of the WQE: a new fault will run this again. */
+		if (ret & SROCE_RESP_ODP_WAIT)
+			break;
+		list_move_tail(&e->list, &done);
+		resp->odp_npending--;
+		if (ret & SROCE_RESP_ERROR) {
+			resp->msg = SROCE_RESP_FAILED;
+			sroce_resp_odp_purge(qp, &done);
+			break;
+		}
+	}
+	spin_unlock_bh(&qp->resp_lock);
+	sroce_resp_odp_free(&done);
+	if (ret & SROCE_RESP_ERROR)
+		sroce_qp_error(qp, ret & SROCE_RESP_FATAL);
 }
 
 /**
@@ -965,7 +1151,13 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		ret = sroce_resp_uc(qp, skb, pkt);
 		break;
 	default:
-		ret = sroce_resp_ud(qp, skb, pkt);
+		/* Behind the datagrams that wait for a page, in order. */
+		if (list_empty(&qp->resp.odp_pending))
+			ret = sroce_resp_ud(qp, skb, pkt);
+		else
+			ret = SROCE_RESP_ODP_WAIT;
+		if (ret & SROCE_RESP_ODP_WAIT)
+			sroce_resp_odp_defer(qp, skb, pkt);
 		break;
 	}
 	if (ret & SROCE_RESP_ERROR)
@@ -1092,6 +1284,10 @@ static struct sk_buff *sroce_resp_build(struct sroce_qp *qp,
 	else
 		skb = sroce_resp_build_copied(sdev, mr, res->va + tx->off,
 					      &pkt, *hdr_len, paylen);
+	/* ODP: dropped for now; the requester asks again, the pages come. */
+	if (!skb && mr)
+		sroce_odp_ensure(mr, res->va + tx->off, res->length - tx->off,
+				 false, NULL, SROCE_ODP_KICK_REQ);
 	if (mr)
 		sroce_mr_put(mr);
 	if (skb && tx->type == SROCE_RTX_READ) {

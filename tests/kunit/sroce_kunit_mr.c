@@ -161,8 +161,8 @@ static void sroce_mr_check_access_flags(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, R_READ | R_WRITE),
 			-EINVAL);
 	/*
-	 * Unknown bits; on-demand paging, which sroce lacks; flush, which
-	 * ib_core allows only on a device that claims it.
+	 * Unknown bits; on-demand paging and flush, which ib_core allows
+	 * only on a device that claims them.
 	 */
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, BIT(30)), -EINVAL);
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, IB_ACCESS_ON_DEMAND),
@@ -172,13 +172,19 @@ static void sroce_mr_check_access_flags(struct kunit *test)
 							    IB_ACCESS_FLUSH_GLOBAL),
 				-EOPNOTSUPP);
 	/*
-	 * Claimed, as sroce's query_device does: global flush is allowed;
-	 * on-demand paging and persistent flush (no MR is persistent
-	 * memory) are still not, whatever the device claims.
+	 * Claimed, as sroce's query_device does: on-demand paging and global
+	 * flush are allowed; ODP over huge pages (one page table entry per
+	 * base page) and persistent flush (no MR is persistent memory) are
+	 * still not, whatever the device claims.
 	 */
 	dev->attrs.kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
 	dev->attrs.device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, IB_ACCESS_ON_DEMAND),
+			0);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE | R_WRITE |
+						    IB_ACCESS_ON_DEMAND), 0);
+	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, IB_ACCESS_ON_DEMAND |
+						    IB_ACCESS_HUGETLB),
 			-EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, sroce_mr_check_access(dev, L_WRITE |
 						    IB_ACCESS_FLUSH_GLOBAL),
