@@ -314,6 +314,8 @@ struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 int rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd, void *addr,
 	     size_t length, int access);
 int dereg_mr(struct verbs_mr *vmr);
+int advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice, uint32_t flags,
+	      struct ibv_sge *sg_list, uint32_t num_sge);
 struct ibv_mw *alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type);
 int dealloc_mw(struct ibv_mw *ibmw);
 int bind_mw(struct ibv_qp *ibqp, struct ibv_mw *ibmw,

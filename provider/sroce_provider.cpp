@@ -148,6 +148,7 @@ static constexpr struct verbs_context_ops make_ctx_ops()
 	ops.alloc_mw = alloc_mw;
 	ops.alloc_pd = alloc_pd;
 	// Multicast is all kernel work (sroce_mcast.c): the plain commands.
+	ops.advise_mr = advise_mr;
 	ops.attach_mcast = ibv_cmd_attach_mcast;
 	ops.bind_mw = bind_mw;
 	ops.create_ah = create_ah;

@@ -115,6 +115,14 @@ int rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd, void *addr,
 	return 0;
 }
 
+// ibv_advise_mr on ODP regions: the kernel checks the keys and faults the
+// ranges in (IBV_ADVISE_MR_FLAG_FLUSH: before it returns).
+int advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice, uint32_t flags,
+	      struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	return ibv_cmd_advise_mr(ibpd, advice, flags, sg_list, num_sge);
+}
+
 int dereg_mr(struct verbs_mr *vmr)
 {
 	int ret = ibv_cmd_dereg_mr(vmr);
