@@ -50,11 +50,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <string>
 #include <vector>
@@ -210,6 +213,8 @@ struct options {
 	uint64_t max_bytes = 0;
 	int timeout = 14, retry_cnt = 7, rnr_retry = 7, min_rnr_timer = 12;
 	uint32_t flow_label = 0;	// the path's GRH flow label, as given
+	bool odp = false;		// this side's MRs IBV_ACCESS_ON_DEMAND
+	bool churn = false;		// ... and fork + compaction under them
 	int wait_s = 30;
 	int seconds = 0;	// client: run the op set again until this long
 	const char *stop_file = nullptr;	// ... or until this file exists
@@ -616,9 +621,12 @@ struct side {
 	std::deque<expect> sq, rq;
 	uint32_t posted = 0, sq_done = 0, credits = 0; // client
 	uint32_t verified = 0, credit_posted = 0, credit_done = 0; // server
+	// --churn
+	std::atomic<uint64_t> churns{0}, churn_compact_errors{0};
 };
 
 side S;
+void *churn_thread(void *);
 
 uint64_t wr_id_of(uint32_t op, uint32_t kind, uint32_t iter)
 {
@@ -897,7 +905,7 @@ void create_resources(bool server)
 
 	S.region_len = depth * slot_size(S.p);
 	S.region = static_cast<uint8_t *>(alloc_pages(S.region_len));
-	int access = IBV_ACCESS_LOCAL_WRITE;
+	int access = IBV_ACCESS_LOCAL_WRITE | (S.o.odp ? IBV_ACCESS_ON_DEMAND : 0);
 	if (server)
 		access |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	S.mr = ibv_reg_mr(S.pd, S.region, S.region_len, access);
@@ -907,9 +915,13 @@ void create_resources(bool server)
 	// Control slots: [0, depth) receives, [depth, 3 depth) sends.
 	S.ctrl_len = 3 * depth * CTRL_SLOT;
 	S.ctrl = static_cast<uint8_t *>(alloc_pages(S.ctrl_len));
-	S.cmr = ibv_reg_mr(S.pd, S.ctrl, S.ctrl_len, IBV_ACCESS_LOCAL_WRITE);
+	S.cmr = ibv_reg_mr(S.pd, S.ctrl, S.ctrl_len,
+			   IBV_ACCESS_LOCAL_WRITE | (S.o.odp ? IBV_ACCESS_ON_DEMAND : 0));
 	if (!S.cmr)
 		fatal("ibv_reg_mr(control): %s", strerror(errno));
+	pthread_t churner;
+	if (S.o.churn && pthread_create(&churner, nullptr, churn_thread, nullptr))
+		fatal("pthread_create: %s", strerror(errno));
 
 	ibv_qp_init_attr ia = {};
 	ia.send_cq = S.scq;
@@ -1810,9 +1822,38 @@ void usage(FILE *f)
 		"  --stop-file F     ... or until file F exists\n"
 		"  --inject LIST     deliberate faults, to see the checks fail:\n"
 		"                    corrupt,guard,rkey,imm,skip,short\n"
+		"either side, for its own memory:\n"
+		"  --odp             register the buffers IBV_ACCESS_ON_DEMAND\n"
+		"  --churn           --odp, and fork() and compact all memory every 20 ms\n"
+		"                    while the transfers run (root for the compaction)\n"
 		"QP settings: --timeout 14 --retry-cnt 7 --rnr-retry 7 --min-rnr-timer 12\n"
 		"             --flow-label N (the path's GRH flow label, default 0;\n"
 		"             UCX sets ~0, which a device must mask to 20 bits)\n");
+}
+
+// --churn: the kernel takes this side's ODP pages back again and again
+// while the transfers run, and its data must survive: a fork() (every
+// private page becomes copy-on-write, so the ODP MRs are invalidated and
+// the next write copies the page) and a compaction of all memory (pages
+// move) every 20 ms. Started once the MRs exist; runs until exit.
+void *churn_thread(void *)
+{
+	for (;;) {
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0)
+			waitpid(pid, nullptr, 0);
+		int fd = open("/proc/sys/vm/compact_memory", O_WRONLY);
+		if (fd >= 0) {
+			if (write(fd, "1", 1) != 1)
+				S.churn_compact_errors++;
+			close(fd);
+		}
+		S.churns++;
+		usleep(20000);
+	}
+	return nullptr;
 }
 
 uint64_t parse_size(const char *s)
@@ -1874,7 +1915,7 @@ int main(int argc, char **argv)
 	enum {
 		O_OPS = 256, O_SEED, O_MAX_SIZE, O_RANDOM, O_MAX_BYTES, O_QUICK, O_INJECT,
 		O_TIMEOUT, O_RETRY, O_RNR_RETRY, O_MIN_RNR, O_FLOW_LABEL, O_SECONDS,
-		O_STOP_FILE,
+		O_STOP_FILE, O_ODP, O_CHURN,
 	};
 	static const option longopts[] = {
 		{"server", no_argument, nullptr, 's'},
@@ -1903,6 +1944,8 @@ int main(int argc, char **argv)
 		{"rnr-retry", required_argument, nullptr, O_RNR_RETRY},
 		{"min-rnr-timer", required_argument, nullptr, O_MIN_RNR},
 		{"flow-label", required_argument, nullptr, O_FLOW_LABEL},
+		{"odp", no_argument, nullptr, O_ODP},
+		{"churn", no_argument, nullptr, O_CHURN},
 		{nullptr, 0, nullptr, 0},
 	};
 	options &o = S.o;
@@ -1935,6 +1978,8 @@ int main(int argc, char **argv)
 		case O_RNR_RETRY: o.rnr_retry = atoi(optarg); break;
 		case O_MIN_RNR: o.min_rnr_timer = atoi(optarg); break;
 		case O_FLOW_LABEL: o.flow_label = strtoul(optarg, nullptr, 0); break;
+		case O_ODP: o.odp = true; break;
+		case O_CHURN: o.odp = o.churn = true; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -1987,6 +2032,11 @@ int main(int argc, char **argv)
 		S.p.inject = o.inject;
 		rc = run_client();
 	}
+	if (o.churn)
+		tap::check(S.churns > 0 && !S.churn_compact_errors,
+			   "%s: %llu forks and compactions under the ODP MRs (%llu compactions "
+			   "refused)", g_role, (unsigned long long)S.churns.load(),
+			   (unsigned long long)S.churn_compact_errors.load());
 	int st = tap::done("sroce_integrity");
 	final_line();
 	return rc || st || g_st.errors || g_peer.errors ? 1 : 0;

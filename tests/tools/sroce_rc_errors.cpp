@@ -58,6 +58,17 @@
 //   awrite-loss  (only when named: the caller sets up packet loss)
 //            rounds of ATOMIC WRITEs to the same words and a READ of
 //            them, resent until they arrive: replayed, never re-stored
+//   odp      on-demand paging (IBV_ACCESS_ON_DEMAND): the caps; an MR
+//            over untouched memory pins and faults nothing; WRITE, READ,
+//            SEND and both atomics between ODP MRs nobody touched, data
+//            checked, B's RNR NAKs and faults counted; after
+//            MADV_DONTNEED and after a remap the peer sees the new
+//            contents; after fork() a WRITE lands in the parent's copy,
+//            not the child's; ibv_advise_mr prefetch (no RNR NAK after it,
+//            EINVAL for a pinned MR); a WRITE to an unmapped or read-only
+//            range REM_ACCESS_ERR, a WRITE from an unmapped one
+//            LOC_PROT_ERR; UD datagrams into untouched ODP receive
+//            buffers wait for their pages, none lost
 //   rereg    B's MR re-registered (translation, PD away and back,
 //            access) while A holds its rkey: the keys stay, A's WRITE and
 //            READ meet the new region, a WRITE the access no longer
@@ -79,6 +90,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <string>
@@ -2319,10 +2332,635 @@ bool want_group(const char *groups, const char *g)
 	return s.find(std::string(",") + g + ",") != std::string::npos;
 }
 
+// ---- 9b. on-demand paging -----------------------------------------------------
+
+constexpr int ODP = IBV_ACCESS_ON_DEMAND;
+
+// Anonymous memory nobody has touched: no page behind it yet.
+struct fresh {
+	uint8_t *mem = nullptr;
+	size_t len = 0;
+	ibv_mr *mr = nullptr;
+	uint64_t addr(size_t off = 0) const { return reinterpret_cast<uintptr_t>(mem) + off; }
+};
+
+bool fresh_make(point &P, fresh &f, const char *name, dev &d, size_t len, int access,
+		int prot = PROT_READ | PROT_WRITE)
+{
+	f.len = len;
+	void *m = mmap(nullptr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		P.fail("%s: mmap %zu: %s", name, len, strerror(errno));
+		return false;
+	}
+	f.mem = static_cast<uint8_t *>(m);
+	f.mr = ibv_reg_mr(d.pd, f.mem, len, access);
+	if (!f.mr)
+		P.fail("%s: ibv_reg_mr(%zu bytes, access 0x%x) on %s: %s", name, len, access,
+		       d.name, strerror(errno));
+	return f.mr != nullptr;
+}
+
+void fresh_free(fresh &f)
+{
+	if (f.mr)
+		ibv_dereg_mr(f.mr);
+	if (f.mem)
+		munmap(f.mem, f.len);
+	f = fresh();
+}
+
+// kB of a /proc/self/status line ("VmRSS:", "VmPin:"), or -1.
+long status_kb(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long v = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, strlen(key)))
+			v = atol(line + strlen(key));
+	if (f)
+		fclose(f);
+	return v;
+}
+
+// One signaled work request from A's QP with one SGE.
+int post_sge(ibv_qp *qp, uint64_t wr_id, ibv_wr_opcode op, uint64_t laddr, uint32_t lkey,
+	     uint32_t len, uint64_t raddr = 0, uint32_t rkey = 0, uint64_t add = 0,
+	     uint64_t swap = 0)
+{
+	ibv_sge sge = {laddr, len, lkey};
+	ibv_send_wr wr = {};
+	ibv_send_wr *bad;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = add;
+		wr.wr.atomic.swap = swap;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+// @n bytes at @p equal those at @q; the first difference as a failure.
+void same_bytes(point &P, const char *what, const uint8_t *p, const uint8_t *q, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != q[i]) {
+			P.fail("%s: byte %zu is 0x%02x, expected 0x%02x", what, i, p[i], q[i]);
+			return;
+		}
+}
+
+void test_odp_caps()
+{
+	point P;
+	ibv_device_attr_ex x = {};
+	if (ibv_query_device_ex(B.ctx, nullptr, &x)) {
+		P.fail("ibv_query_device_ex: %s", strerror(errno));
+	} else {
+		const uint32_t rc = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+				    IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+				    IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
+		const uint64_t gen = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+		if ((x.odp_caps.general_caps & gen) != gen)
+			P.fail("general_caps 0x%llx without IBV_ODP_SUPPORT(_IMPLICIT)",
+			       static_cast<unsigned long long>(x.odp_caps.general_caps));
+		if ((x.odp_caps.per_transport_caps.rc_odp_caps & rc) != rc)
+			P.fail("rc_odp_caps 0x%x, expected 0x%x at least",
+			       x.odp_caps.per_transport_caps.rc_odp_caps, rc);
+		const uint32_t ud = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+				    IBV_ODP_SUPPORT_SRQ_RECV;
+		if ((x.odp_caps.per_transport_caps.ud_odp_caps & ud) != ud)
+			P.fail("ud_odp_caps 0x%x, expected 0x%x at least",
+			       x.odp_caps.per_transport_caps.ud_odp_caps, ud);
+	}
+	P.report("ibv_query_device_ex: ODP and implicit ODP; on RC SEND, RECV, WRITE, READ, "
+		 "ATOMIC, SRQ_RECV; on UD SEND, RECV, SRQ_RECV");
+
+	// Registration pins nothing and faults nothing in.
+	point Pnopin;
+	constexpr size_t BIG = 64 << 20;
+	long rss0 = status_kb("VmRSS:"), pin0 = status_kb("VmPin:");
+	fresh f;
+	if (fresh_make(Pnopin, f, "64 MiB ODP MR", B, BIG, ODP | ALL_REMOTE)) {
+		long rss = status_kb("VmRSS:") - rss0, pin = status_kb("VmPin:") - pin0;
+		if (rss > 2048 || pin != 0)
+			Pnopin.fail("after ibv_reg_mr: VmRSS +%ld kB, VmPin +%ld kB", rss, pin);
+	}
+	fresh_free(f);
+	Pnopin.report("ibv_reg_mr(IBV_ACCESS_ON_DEMAND) of 64 MiB nobody touched: nothing "
+		      "pinned, nothing faulted in");
+}
+
+// WRITE, READ, SEND and atomics between ODP MRs of untouched memory.
+void test_odp_ops()
+{
+	point P, Pw, Pr, Ps, Pa;
+	conn c;
+	fresh tgt, rbuf, loc, word;
+	region src;
+	constexpr size_t LEN = 256 << 10;
+	uint64_t id = 1;
+	delta faults(B, "odp_page_faults"), rnr(B, "odp_rnr_nak_sent"),
+		waits(A, "odp_requester_waits");
+
+	if (region_make(P, src, "source", A, LEN, ODP | IBV_ACCESS_LOCAL_WRITE, 61) &&
+	    fresh_make(P, tgt, "target", B, LEN, ODP | ALL_REMOTE) &&
+	    fresh_make(P, rbuf, "receive buffer", B, LEN, ODP | IBV_ACCESS_LOCAL_WRITE) &&
+	    fresh_make(P, loc, "READ destination", A, LEN, ODP | IBV_ACCESS_LOCAL_WRITE) &&
+	    fresh_make(P, word, "atomic target", B, PAGE, ODP | ALL_REMOTE) && conn_make(P, c, {})) {
+		posted(Pw, post_sge(c.a.qp, id, IBV_WR_RDMA_WRITE, src.addr(), src.lkey(), LEN,
+				    tgt.addr(), tgt.mr->rkey), "WRITE", id);
+		expect_wcs(Pw, "requester", c.a.cq, c.a.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN}});
+		same_bytes(Pw, "target", tgt.mem, src.mem, LEN);
+		Pw.report("WRITE of 256 KiB from an ODP MR to an untouched ODP MR: every byte");
+
+		posted(Pr, post_sge(c.a.qp, id, IBV_WR_RDMA_READ, loc.addr(), loc.mr->lkey, LEN,
+				    tgt.addr(), tgt.mr->rkey), "READ", id);
+		expect_wcs(Pr, "requester", c.a.cq, c.a.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN}});
+		same_bytes(Pr, "READ destination", loc.mem, src.mem, LEN);
+		Pr.report("READ of 256 KiB into an untouched ODP MR: every byte");
+
+		ibv_sge rs = {rbuf.addr(), static_cast<uint32_t>(LEN), rbuf.mr->lkey};
+		ibv_recv_wr rw = {};
+		ibv_recv_wr *bad;
+		rw.wr_id = 900;
+		rw.sg_list = &rs;
+		rw.num_sge = 1;
+		posted(Ps, ibv_post_recv(c.b.qp, &rw, &bad), "receive", 900);
+		posted(Ps, post_sge(c.a.qp, id, IBV_WR_SEND, src.addr(4096), src.lkey(), 65536),
+		       "SEND", id);
+		expect_wcs(Ps, "requester", c.a.cq, c.a.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_SEND, 65536}});
+		expect_wcs(Ps, "responder", c.b.cq, c.b.qpn,
+			   {{900, IBV_WC_SUCCESS, IBV_WC_RECV, 65536}});
+		same_bytes(Ps, "receive buffer", rbuf.mem, src.mem + 4096, 65536);
+		Ps.report("SEND of 64 KiB into an untouched ODP receive buffer: every byte");
+
+		// Untouched memory reads as zeros.
+		posted(Pa, post_sge(c.a.qp, id, IBV_WR_ATOMIC_FETCH_AND_ADD, loc.addr(0),
+				    loc.mr->lkey, 8, word.addr(64), word.mr->rkey, 5), "FETCH_ADD", id);
+		posted(Pa, post_sge(c.a.qp, id + 1, IBV_WR_ATOMIC_CMP_AND_SWP, loc.addr(8),
+				    loc.mr->lkey, 8, word.addr(64), word.mr->rkey, 5, 77),
+		       "CMP_SWAP", id + 1);
+		expect_wcs(Pa, "requester", c.a.cq, c.a.qpn,
+			   {{id, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8},
+			    {id + 1, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, 8}});
+		id += 2;
+		uint64_t v[2], w;
+		memcpy(v, loc.mem, 16);
+		memcpy(&w, word.mem + 64, 8);
+		if (v[0] != 0 || v[1] != 5 || w != 77)
+			Pa.fail("FETCH_ADD returned %llu (0), CMP_SWAP %llu (5), word %llu (77)",
+				static_cast<unsigned long long>(v[0]),
+				static_cast<unsigned long long>(v[1]),
+				static_cast<unsigned long long>(w));
+		Pa.report("FETCH_ADD and CMP_SWAP on an untouched ODP word: results and word");
+		expect_state(P, "requester", c.a.qp, IBV_QPS_RTS);
+		expect_state(P, "responder", c.b.qp, IBV_QPS_RTS);
+	}
+	if (!P.ok())
+		for (point *Q : {&Pw, &Pr, &Ps, &Pa})
+			Q->why = P.why;
+	P.report("both QPs in RTS after the ODP operations");
+	check_counters("ODP: B faulted pages in and RNR-NAKed while it did; A's requester waited",
+		       {{&faults, -1}, {&rnr, -1}, {&waits, -1}});
+	conn_free(c);
+	for (fresh *f : {&tgt, &rbuf, &loc, &word})
+		fresh_free(*f);
+	region_free(src);
+}
+
+// The process changes what is mapped under an ODP MR: the peer follows.
+void test_odp_invalidate()
+{
+	point P, Pdn, Premap, Pfork;
+	conn c;
+	fresh tgt, loc;
+	region src;
+	constexpr size_t LEN = 64 << 10;
+	uint64_t id = 1;
+	delta inval(B, "odp_invalidations");
+
+	if (region_make(P, src, "source", A, LEN, ODP | IBV_ACCESS_LOCAL_WRITE, 62) &&
+	    fresh_make(P, tgt, "target", B, LEN, ODP | ALL_REMOTE) &&
+	    fresh_make(P, loc, "READ destination", A, LEN, ODP | IBV_ACCESS_LOCAL_WRITE) &&
+	    conn_make(P, c, {})) {
+		auto rdma_write = [&](point &Q) {
+			posted(Q, post_sge(c.a.qp, id, IBV_WR_RDMA_WRITE, src.addr(), src.lkey(),
+					   LEN, tgt.addr(), tgt.mr->rkey), "WRITE", id);
+			expect_wcs(Q, "requester", c.a.cq, c.a.qpn,
+				   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN}});
+		};
+		auto rdma_read = [&](point &Q) {
+			posted(Q, post_sge(c.a.qp, id, IBV_WR_RDMA_READ, loc.addr(), loc.mr->lkey,
+					   LEN, tgt.addr(), tgt.mr->rkey), "READ", id);
+			expect_wcs(Q, "requester", c.a.cq, c.a.qpn,
+				   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN}});
+		};
+		std::vector<uint8_t> zero(LEN, 0), other(LEN);
+
+		// MADV_DONTNEED drops the pages: the peer reads zeros.
+		rdma_write(Pdn);
+		same_bytes(Pdn, "target after the WRITE", tgt.mem, src.mem, LEN);
+		if (madvise(tgt.mem, LEN, MADV_DONTNEED))
+			Pdn.fail("madvise: %s", strerror(errno));
+		rdma_read(Pdn);
+		same_bytes(Pdn, "READ after MADV_DONTNEED", loc.mem, zero.data(), LEN);
+		rdma_write(Pdn);
+		same_bytes(Pdn, "target after a WRITE after MADV_DONTNEED", tgt.mem, src.mem, LEN);
+		Pdn.report("ODP MR after MADV_DONTNEED: the peer READs zeros, its next WRITE lands");
+
+		// Other memory mapped at the same address: the peer reads it.
+		pattern(other.data(), LEN, 63);
+		void *m = mmap(tgt.mem, LEN, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (m != tgt.mem) {
+			Premap.fail("mmap MAP_FIXED: %s", strerror(errno));
+		} else {
+			memcpy(tgt.mem, other.data(), LEN);
+			rdma_read(Premap);
+			same_bytes(Premap, "READ after the remap", loc.mem, other.data(), LEN);
+		}
+		Premap.report("ODP MR after new memory is mapped at its address: the peer READs "
+			      "the new contents");
+
+		// fork(): the parent's pages become copy-on-write; a WRITE from
+		// the peer must land in the parent's copy, never the child's.
+		int to_child[2], from_child[2];
+		if (pipe(to_child) || pipe(from_child)) {
+			Pfork.fail("pipe: %s", strerror(errno));
+		} else {
+			pid_t pid = fork();
+			if (pid == 0) {
+				char go;
+				uint8_t ok = 1;
+				if (::read(to_child[0], &go, 1) != 1)
+					_exit(1);
+				ok = !memcmp(tgt.mem, other.data(), LEN);
+				_exit(::write(from_child[1], &ok, 1) == 1 ? 0 : 1);
+			}
+			if (pid < 0) {
+				Pfork.fail("fork: %s", strerror(errno));
+			} else {
+				rdma_write(Pfork);
+				same_bytes(Pfork, "the parent's target after a WRITE after fork()",
+					   tgt.mem, src.mem, LEN);
+				uint8_t ok = 0;
+				int st = 0;
+				if (::write(to_child[1], "g", 1) != 1 ||
+				    ::read(from_child[0], &ok, 1) != 1 || !ok)
+					Pfork.fail("the child's copy changed (or the child did not "
+						   "answer)");
+				waitpid(pid, &st, 0);
+			}
+			for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]})
+				close(fd);
+		}
+		Pfork.report("ODP MR after fork(): the peer's WRITE lands in the parent's pages, "
+			     "the child's copy keeps the old bytes");
+	}
+	if (!P.ok())
+		for (point *Q : {&Pdn, &Premap, &Pfork})
+			Q->why = P.why;
+	if (!P.ok()) {
+		Pdn.report("MADV_DONTNEED");
+		Premap.report("remap");
+		Pfork.report("fork");
+	}
+	check_counters("ODP: B's notifier invalidated its MR", {{&inval, -3}});
+	conn_free(c);
+	fresh_free(tgt);
+	fresh_free(loc);
+	region_free(src);
+}
+
+// ibv_advise_mr, and ranges a fault cannot make usable.
+void test_odp_advise_errors()
+{
+	point P, Padv, Pbad, Punmapped, Pro, Plocal;
+	conn c;
+	fresh tgt, gone, ro, lgone;
+	region src, pinned;
+	constexpr size_t LEN = 1 << 20;
+	uint64_t id = 1;
+
+	if (region_make(P, src, "source", A, LEN, ODP | IBV_ACCESS_LOCAL_WRITE, 64) &&
+	    region_make(P, pinned, "pinned MR", B, PAGE, ALL_REMOTE, 65) &&
+	    fresh_make(P, tgt, "target", B, LEN, ODP | ALL_REMOTE) &&
+	    fresh_make(P, gone, "unmapped target", B, 2 * PAGE, ODP | ALL_REMOTE) &&
+	    fresh_make(P, ro, "read-only target", B, PAGE, ODP | ALL_REMOTE, PROT_READ) &&
+	    fresh_make(P, lgone, "unmapped source", A, PAGE, ODP | IBV_ACCESS_LOCAL_WRITE)) {
+		// Prefetch the whole target: the WRITE then needs no RNR NAK.
+		delta pre(B, "odp_prefetches"), rnr(B, "odp_rnr_nak_sent");
+		ibv_sge sge = {tgt.addr(), static_cast<uint32_t>(LEN), tgt.mr->lkey};
+		int r = ibv_advise_mr(B.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+				      IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+		if (r)
+			Padv.fail("ibv_advise_mr(PREFETCH_WRITE, FLUSH): %s", strerror(r));
+		// The source too, so that only B's side is measured.
+		ibv_sge ssge = {src.addr(), static_cast<uint32_t>(LEN), src.lkey()};
+		r = ibv_advise_mr(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH,
+				  &ssge, 1);
+		if (r)
+			Padv.fail("ibv_advise_mr(PREFETCH, FLUSH) of the source: %s", strerror(r));
+		if (conn_make(Padv, c, {})) {
+			posted(Padv, post_sge(c.a.qp, id, IBV_WR_RDMA_WRITE, src.addr(),
+					      src.lkey(), LEN, tgt.addr(), tgt.mr->rkey),
+			       "WRITE", id);
+			expect_wcs(Padv, "requester", c.a.cq, c.a.qpn,
+				   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN}});
+			same_bytes(Padv, "target", tgt.mem, src.mem, LEN);
+		}
+		Padv.report("ibv_advise_mr(PREFETCH_WRITE, FLUSH) of 1 MiB: the WRITE into it "
+			    "lands");
+		check_counters("ODP: one prefetch counted, no RNR NAK for the prefetched range",
+			       {{&pre, 1}, {&rnr, 0}});
+
+		ibv_sge psge = {pinned.addr(), PAGE, pinned.lkey()};
+		int r1 = ibv_advise_mr(B.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &psge, 1);
+		ibv_sge ksge = {tgt.addr(), PAGE, tgt.mr->lkey ^ 0x80};
+		int r2 = ibv_advise_mr(B.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &ksge, 1);
+		if (r1 != EINVAL || r2 != EINVAL)
+			Pbad.fail("advise of a pinned MR %d, of a bad lkey %d (EINVAL %d wanted)",
+				  r1, r2, EINVAL);
+		Pbad.report("ibv_advise_mr on a pinned MR or with a bad lkey: EINVAL");
+
+		// A range that is gone: the fault fails, the WRITE too. Unmapped
+		// once the QPs exist: their rings would be mapped there else.
+		auto fails = [&](point &Q, fresh &t, const char *what) {
+			conn cc;
+			if (conn_make(Q, cc, {})) {
+				if (t.mem == gone.mem)
+					munmap(gone.mem, gone.len);
+				posted(Q, post_sge(cc.a.qp, id, IBV_WR_RDMA_WRITE, src.addr(),
+						   src.lkey(), 64, t.addr(), t.mr->rkey), what, id);
+				expect_wcs(Q, "requester", cc.a.cq, cc.a.qpn,
+					   {{id++, IBV_WC_REM_ACCESS_ERR}});
+				expect_state(Q, "responder", cc.b.qp, IBV_QPS_ERR);
+			}
+			conn_free(cc);
+		};
+		delta ferr(B, "odp_page_fault_errors");
+		fails(Punmapped, gone, "WRITE to an unmapped range");
+		Punmapped.report("WRITE into an ODP MR whose memory was unmapped: REM_ACCESS_ERR");
+		fails(Pro, ro, "WRITE to a read-only mapping");
+		Pro.report("WRITE into an ODP MR over a read-only mapping: REM_ACCESS_ERR");
+		check_counters("ODP: both faults failed and were counted", {{&ferr, -2}});
+
+		conn cl;
+		if (conn_make(Plocal, cl, {})) {
+			munmap(lgone.mem, lgone.len);
+			posted(Plocal, post_sge(cl.a.qp, id, IBV_WR_RDMA_WRITE, lgone.addr(),
+						lgone.mr->lkey, 64, tgt.addr(), tgt.mr->rkey),
+			       "WRITE from an unmapped range", id);
+			expect_wcs(Plocal, "requester", cl.a.cq, cl.a.qpn,
+				   {{id++, IBV_WC_LOC_PROT_ERR}});
+		}
+		conn_free(cl);
+		Plocal.report("WRITE from an ODP MR whose memory was unmapped: LOC_PROT_ERR");
+	}
+	if (!P.ok()) {
+		for (point *Q : {&Padv, &Pbad, &Punmapped, &Pro, &Plocal})
+			Q->why = P.why;
+		Padv.report("advise");
+		Pbad.report("advise errors");
+		Punmapped.report("unmapped");
+		Pro.report("read-only");
+		Plocal.report("local unmapped");
+	}
+	conn_free(c);
+	for (fresh *f : {&tgt, &ro})
+		fresh_free(*f);
+	// Unmapped already: only the MRs.
+	for (fresh *f : {&gone, &lgone}) {
+		if (f->mr)
+			ibv_dereg_mr(f->mr);
+		*f = fresh();
+	}
+	region_free(pinned);
+	region_free(src);
+}
+
+// A UD QP on @d, in RTS, with its own CQ.
+bool ud_make(point &P, end &e, dev &d, uint32_t qkey)
+{
+	e.d = &d;
+	e.cq = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
+	ibv_qp_init_attr ia = {};
+	ia.send_cq = e.cq;
+	ia.recv_cq = e.cq;
+	ia.qp_type = IBV_QPT_UD;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = 16;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	e.qp = e.cq ? ibv_create_qp(d.pd, &ia) : nullptr;
+	if (!e.qp) {
+		P.fail("%s: UD CQ/QP: %s", d.name, strerror(errno));
+		return false;
+	}
+	e.qpn = e.qp->qp_num;
+	ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = qkey;
+	int r = ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				      IBV_QP_QKEY);
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	if (!r)
+		r = ibv_modify_qp(e.qp, &a, IBV_QP_STATE);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	if (!r)
+		r = ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	if (r)
+		P.fail("%s: UD QP to RTS: %s", d.name, strerror(r));
+	return !r;
+}
+
+// UD datagrams into ODP receive buffers nobody touched: each one waits in
+// B's QP for its page, none is lost, all arrive in order with their data.
+void test_odp_ud()
+{
+	point P;
+	end a, b;
+	fresh rbuf;
+	region src;
+	constexpr int N = 8;
+	constexpr uint32_t LEN = 512, GRH = 40, QKEY = 0x11111111;
+	ibv_ah *ah = nullptr;
+	delta deferred(B, "odp_rx_deferred"), drops(B, "odp_rx_drops");
+
+	if (region_make(P, src, "source", A, N * PAGE, ODP | IBV_ACCESS_LOCAL_WRITE, 66) &&
+	    fresh_make(P, rbuf, "receive buffers", B, N * PAGE, ODP | IBV_ACCESS_LOCAL_WRITE) &&
+	    ud_make(P, a, A, QKEY) && ud_make(P, b, B, QKEY)) {
+		ibv_ah_attr aa = {};
+		aa.is_global = 1;
+		aa.grh.dgid = B.gid;
+		aa.grh.sgid_index = A.gid_index;
+		aa.grh.hop_limit = 64;
+		aa.port_num = 1;
+		ah = ibv_create_ah(A.pd, &aa);
+		if (!ah)
+			P.fail("ibv_create_ah: %s", strerror(errno));
+		// One receive per page, each page untouched.
+		for (int i = 0; i < N && ah; i++) {
+			ibv_sge sge = {rbuf.addr(i * PAGE), GRH + LEN, rbuf.mr->lkey};
+			ibv_recv_wr rw = {};
+			ibv_recv_wr *bad;
+			rw.wr_id = 100 + i;
+			rw.sg_list = &sge;
+			rw.num_sge = 1;
+			posted(P, ibv_post_recv(b.qp, &rw, &bad), "UD receive", 100 + i);
+		}
+		std::vector<want> ws, wr;
+		for (int i = 0; i < N && ah; i++) {
+			ibv_sge sge = {src.addr(i * PAGE), LEN, src.lkey()};
+			ibv_send_wr w = {};
+			ibv_send_wr *bad;
+			w.wr_id = 200 + i;
+			w.sg_list = &sge;
+			w.num_sge = 1;
+			w.opcode = IBV_WR_SEND;
+			w.send_flags = IBV_SEND_SIGNALED;
+			w.wr.ud.ah = ah;
+			w.wr.ud.remote_qpn = b.qpn;
+			w.wr.ud.remote_qkey = QKEY;
+			posted(P, ibv_post_send(a.qp, &w, &bad), "UD SEND", 200 + i);
+			ws.push_back({200u + i, IBV_WC_SUCCESS, IBV_WC_SEND, LEN});
+			wr.push_back({100u + i, IBV_WC_SUCCESS, IBV_WC_RECV, GRH + LEN});
+		}
+		expect_wcs(P, "UD sender", a.cq, a.qpn, ws);
+		expect_wcs(P, "UD receiver", b.cq, b.qpn, wr);
+		for (int i = 0; i < N; i++)
+			same_bytes(P, "UD payload", rbuf.mem + i * PAGE + GRH, src.mem + i * PAGE,
+				   LEN);
+	}
+	P.report("%d UD datagrams into untouched ODP receive buffers: all received in order, "
+		 "every byte", N);
+	check_counters("ODP: B held datagrams for their pages and dropped none",
+		       {{&deferred, -1}, {&drops, 0}});
+	if (ah)
+		ibv_destroy_ah(ah);
+	conn c;
+	c.a = a;
+	c.b = b;
+	conn_free(c);
+	fresh_free(rbuf);
+	region_free(src);
+}
+
+// Implicit ODP: one MR per side over the whole address space; memory
+// mapped after the registration is usable with its keys.
+void test_odp_implicit()
+{
+	point P, Pdata, Pfar, Pgone;
+	conn c;
+	ibv_mr *ia = nullptr, *ib = nullptr;
+	constexpr size_t LEN = 3 << 20;	// across children of 2 MiB
+	uint8_t *src = nullptr, *dst = nullptr, *back = nullptr;
+	uint64_t id = 1;
+
+	ia = ibv_reg_mr(A.pd, nullptr, SIZE_MAX, ODP | IBV_ACCESS_LOCAL_WRITE);
+	ib = ibv_reg_mr(B.pd, nullptr, SIZE_MAX, ODP | ALL_REMOTE);
+	if (!ia || !ib)
+		P.fail("ibv_reg_mr(NULL, SIZE_MAX, ON_DEMAND): %s", strerror(errno));
+	auto map = [&](size_t n) {
+		void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		return m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+	};
+	// Mapped after the MRs: covered all the same.
+	src = map(LEN);
+	dst = map(LEN);
+	back = map(LEN);
+	if (!src || !dst || !back)
+		P.fail("mmap: %s", strerror(errno));
+	P.report("ibv_reg_mr(NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND) on both devices");
+	if (P.ok() && conn_make(P, c, {})) {
+		pattern(src, LEN, 67);
+		auto u = [](const uint8_t *p) { return reinterpret_cast<uintptr_t>(p); };
+		// An odd offset: the WRITE spans two children unaligned.
+		posted(Pdata, post_sge(c.a.qp, id, IBV_WR_RDMA_WRITE, u(src) + 13, ia->lkey,
+				       LEN - 4096, u(dst) + 13, ib->rkey), "WRITE", id);
+		posted(Pdata, post_sge(c.a.qp, id + 1, IBV_WR_RDMA_READ, u(back) + 13, ia->lkey,
+				       LEN - 4096, u(dst) + 13, ib->rkey), "READ", id + 1);
+		expect_wcs(Pdata, "requester", c.a.cq, c.a.qpn,
+			   {{id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN - 4096},
+			    {id + 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN - 4096}});
+		id += 2;
+		same_bytes(Pdata, "B's memory", dst + 13, src + 13, LEN - 4096);
+		same_bytes(Pdata, "READ back", back + 13, src + 13, LEN - 4096);
+
+		// A page far from the others, mapped now.
+		uint8_t *far = map(PAGE);
+		if (!far) {
+			Pfar.fail("mmap: %s", strerror(errno));
+		} else {
+			posted(Pfar, post_sge(c.a.qp, id, IBV_WR_ATOMIC_FETCH_AND_ADD, u(back),
+					      ia->lkey, 8, u(far) + 8, ib->rkey, 9), "FETCH_ADD",
+			       id);
+			expect_wcs(Pfar, "requester", c.a.cq, c.a.qpn,
+				   {{id++, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8}});
+			uint64_t v;
+			memcpy(&v, far + 8, 8);
+			if (v != 9)
+				Pfar.fail("the word is %llu, expected 9",
+					  static_cast<unsigned long long>(v));
+			munmap(far, PAGE);
+		}
+		// Nothing mapped there: REM_ACCESS_ERR.
+		uint8_t *hole = map(PAGE);
+		if (hole)
+			munmap(hole, PAGE);
+		posted(Pgone, post_sge(c.a.qp, id, IBV_WR_RDMA_WRITE, u(src), ia->lkey, 64,
+				       u(hole), ib->rkey), "WRITE", id);
+		expect_wcs(Pgone, "requester", c.a.cq, c.a.qpn, {{id++, IBV_WC_REM_ACCESS_ERR}});
+		expect_state(Pgone, "responder", c.b.qp, IBV_QPS_ERR);
+	}
+	for (point *Q : {&Pdata, &Pfar, &Pgone})
+		if (!P.ok())
+			Q->why = P.why;
+	Pdata.report("implicit ODP: a 3 MiB WRITE and READ between memory mapped after the "
+		     "registration, at an odd offset across 2 MiB children: every byte");
+	Pfar.report("implicit ODP: FETCH_ADD on a page mapped later, far from the rest");
+	Pgone.report("implicit ODP: a WRITE where nothing is mapped: REM_ACCESS_ERR");
+	conn_free(c);
+	for (uint8_t *m : {src, dst, back})
+		if (m)
+			munmap(m, LEN);
+	if (ia)
+		ibv_dereg_mr(ia);
+	if (ib)
+		ibv_dereg_mr(ib);
+}
+
+void test_odp()
+{
+	test_odp_caps();
+	test_odp_ops();
+	test_odp_ud();
+	test_odp_implicit();
+	test_odp_invalidate();
+	test_odp_advise_errors();
+}
+
 void usage()
 {
 	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
-			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,awrite,len,srq,mw,rereg,credits|awrite-loss|blackhole] "
+			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,awrite,len,srq,mw,odp,rereg,credits|awrite-loss|blackhole] "
 			"[--inject rkey] [-v]\n");
 }
 
@@ -2404,6 +3042,8 @@ int main(int argc, char **argv)
 			test_srq_limit();
 		if (want_group(groups, "mw"))
 			test_mw();
+		if (want_group(groups, "odp"))
+			test_odp();
 		if (want_group(groups, "rereg"))
 			test_rereg();
 		if (want_group(groups, "credits"))
