@@ -231,7 +231,7 @@ struct sroce_odp {
 	u64 start;			/* user address of map[0]'s page */
 	size_t npages;
 	unsigned long *map;		/* page | SROCE_ODP_* bits, or 0 */
-	spinlock_t lock;		/* map and the data path's copies */
+	spinlock_t lock;		/* map and the data path's copies (irq) */
 	atomic_t pending;		/* fault requests in flight */
 	bool child;			/* of an implicit MR: found under RCU */
 	bool implicit;			/* the root of an implicit MR: */
@@ -371,6 +371,7 @@ struct sroce_req {
 	u32 lsn;			/* comp's credit limit, at sync */
 	bool credits_unlimited;		/* ... and whether there is one */
 	bool stopped;			/* an error WQE was reached */
+	bool odp_wait;			/* stopped for an ODP fault of its own */
 	bool probing;			/* a timeout's probe: one request */
 	u32 probe_psn;			/* ... the one at this PSN */
 	u32 undo_index;			/* where the probe's rewind came */
@@ -648,9 +649,15 @@ enum sroce_odp_kick {
 bool sroce_odp_fault_async(struct sroce_mr *mr, u64 iova, u64 len,
 			   bool write, struct sroce_qp *qp,
 			   enum sroce_odp_kick kick);
+/* A page of an ODP MR mapped by sroce_odp_map(): its table is locked. */
+struct sroce_odp_held {
+	struct sroce_odp *odp;
+	unsigned long flags;
+};
+
 void *sroce_odp_map(const struct sroce_mr *mr, u64 iova, bool write,
-		    u32 *room, int *err, struct sroce_odp **held);
-void sroce_odp_unmap(struct sroce_odp *held);
+		    u32 *room, int *err, struct sroce_odp_held *held);
+void sroce_odp_unmap(const struct sroce_odp_held *held);
 int sroce_odp_ensure(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 		     struct sroce_qp *qp, enum sroce_odp_kick kick);
 int sroce_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,

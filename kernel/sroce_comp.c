@@ -522,9 +522,10 @@ void sroce_comp_retrans_timer(struct timer_list *t)
 	 * yet resent what the last timeout or NAK asked for (its CPU was
 	 * busy), or everything it sent has been acknowledged and the rest
 	 * of the message waits for its next pass (behind other QPs' passes
-	 * on its CPU). Wait a timeout more.
+	 * on its CPU), or it waits for an ODP page of its own to be faulted
+	 * in before it can resend. Wait a timeout more.
 	 */
-	if (comp->rewind ||
+	if (comp->rewind || READ_ONCE(qp->req.odp_wait) ||
 	    sroce_psn_diff(READ_ONCE(qp->req.sent_psn), comp->una) <= 0) {
 		sroce_comp_arm_timer(qp);
 		spin_unlock_irqrestore(&qp->sq_lock, flags);

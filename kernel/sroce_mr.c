@@ -26,7 +26,7 @@
  * On-demand paging (IB_ACCESS_ON_DEMAND): a USER MR with mr->odp pins
  * nothing; sroce_odp.c keeps its pages. The data access below maps each
  * page through sroce_mr_map(), which for an ODP MR holds the page table's
- * lock until sroce_mr_unmap(), and returns -EAGAIN for a page that is not
+ * (irqsave) lock until sroce_mr_unmap(), and returns -EAGAIN for a page that is not
  * present: the caller asks for the fault (sroce_odp_ensure()) and tries
  * again later. ODP pages are never lent.
  *
@@ -574,18 +574,18 @@ static void *sroce_mr_addr(const struct sroce_mr *mr, u64 iova, u32 *room)
  * present (writable), else -EFAULT.
  */
 static void *sroce_mr_map(const struct sroce_mr *mr, u64 iova, bool write,
-			  u32 *room, int *err, struct sroce_odp **held)
+			  u32 *room, int *err, struct sroce_odp_held *held)
 {
-	*held = NULL;
+	held->odp = NULL;
 	if (mr->odp)
 		return sroce_odp_map(mr, iova, write, room, err, held);
 	*err = -EFAULT;
 	return sroce_mr_addr(mr, iova, room);
 }
 
-static void sroce_mr_unmap(struct sroce_odp *held)
+static void sroce_mr_unmap(const struct sroce_odp_held *held)
 {
-	if (held)
+	if (held->odp)
 		sroce_odp_unmap(held);
 }
 
@@ -604,7 +604,7 @@ int sroce_mr_copy(const struct sroce_mr *mr, u64 iova, void *buf, u32 len,
 		  bool to_mr)
 {
 	while (len) {
-		struct sroce_odp *held;
+		struct sroce_odp_held held;
 		u32 room, n;
 		int err;
 		void *addr = sroce_mr_map(mr, iova, to_mr, &room, &err, &held);
@@ -616,7 +616,7 @@ int sroce_mr_copy(const struct sroce_mr *mr, u64 iova, void *buf, u32 len,
 			memcpy(addr, buf, n);
 		else
 			memcpy(buf, addr, n);
-		sroce_mr_unmap(held);
+		sroce_mr_unmap(&held);
 		buf += n;
 		iova += n;
 		len -= n;
@@ -638,7 +638,7 @@ int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
 		      const struct sk_buff *skb, u32 off, u32 len)
 {
 	while (len) {
-		struct sroce_odp *held;
+		struct sroce_odp_held held;
 		u32 room, n;
 		int err;
 		void *addr = sroce_mr_map(mr, iova, true, &room, &err, &held);
@@ -647,7 +647,7 @@ int sroce_mr_copy_skb(const struct sroce_mr *mr, u64 iova,
 			return err;
 		n = min(len, room);
 		err = skb_copy_bits(skb, off, addr, n);
-		sroce_mr_unmap(held);
+		sroce_mr_unmap(&held);
 		if (err)
 			return -EFAULT;
 		off += n;
@@ -738,7 +738,7 @@ int sroce_mr_lend(const struct sroce_mr *mr, u64 iova, struct sk_buff *skb,
 int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig)
 {
-	struct sroce_odp *held;
+	struct sroce_odp_held held;
 	u32 room;
 	int err;
 	atomic64_t *p = sroce_mr_map(mr, iova, true, &room, &err, &held);
@@ -752,7 +752,7 @@ int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
 		*orig = atomic64_cmpxchg(p, compare, swap_add);
 	else
 		*orig = atomic64_fetch_add(swap_add, p);
-	sroce_mr_unmap(held);
+	sroce_mr_unmap(&held);
 	return err;
 }
 
@@ -769,7 +769,7 @@ int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
  */
 int sroce_mr_atomic_write(const struct sroce_mr *mr, u64 iova, u64 value)
 {
-	struct sroce_odp *held;
+	struct sroce_odp_held held;
 	u32 room;
 	int err;
 	u64 *p = sroce_mr_map(mr, iova, true, &room, &err, &held);
@@ -783,7 +783,7 @@ int sroce_mr_atomic_write(const struct sroce_mr *mr, u64 iova, u64 value)
 		err = -EINVAL;
 	else	/* Ordered after the placements before it; one 8-byte store. */
 		smp_store_release(p, value);
-	sroce_mr_unmap(held);
+	sroce_mr_unmap(&held);
 	return err;
 }
 

@@ -6,7 +6,8 @@
  * mmu_interval_notifier and faults pages in through hmm_range_fault();
  * sroce keeps its own page table beside it, one entry per page: the
  * struct page and whether it may be written, or nothing. The data path
- * (sroce_mr.c) reads an entry and copies under odp->lock, a bh spinlock;
+ * (sroce_mr.c) reads an entry and copies under odp->lock, an irqsave
+ * spinlock (the completer places with interrupts off);
  * the notifier's invalidate clears entries under the same lock before it
  * returns, so no byte is read from or written to a page the process no
  * longer maps there.
@@ -104,9 +105,9 @@ static bool sroce_odp_invalidate(struct mmu_interval_notifier *mni,
 	end = min_t(u64, ib_umem_end(umem_odp), range->end);
 	/* private is set under the mutex: NULL means nothing is mapped yet. */
 	if (odp && start < end) {
-		spin_lock_bh(&odp->lock);
+		spin_lock_irq(&odp->lock);
 		sroce_odp_clear(odp, start, end);
-		spin_unlock_bh(&odp->lock);
+		spin_unlock_irq(&odp->lock);
 		sroce_count(odp->sdev, SROCE_CNT_ODP_INVALIDATIONS, 1);
 	}
 	if (start < end)
@@ -318,7 +319,7 @@ static void sroce_odp_fill(struct sroce_odp *odp, u64 va, u64 len, bool write)
 	unsigned long i = sroce_odp_index(odp, va);
 	unsigned long last = sroce_odp_index(odp, va + len - 1);
 
-	spin_lock_bh(&odp->lock);
+	spin_lock_irq(&odp->lock);
 	for (; i <= last; i++) {
 		unsigned long pfn = pfns[i];
 
@@ -329,7 +330,7 @@ static void sroce_odp_fill(struct sroce_odp *odp, u64 va, u64 len, bool write)
 			      (write && (pfn & HMM_PFN_WRITE) ?
 			       SROCE_ODP_WRITE : 0);
 	}
-	spin_unlock_bh(&odp->lock);
+	spin_unlock_irq(&odp->lock);
 }
 
 /* Mark the pages of [va, va + len) that are still missing BAD. */
@@ -338,11 +339,11 @@ static void sroce_odp_mark_bad(struct sroce_odp *odp, u64 va, u64 len)
 	unsigned long i = sroce_odp_index(odp, va);
 	unsigned long last = sroce_odp_index(odp, va + len - 1);
 
-	spin_lock_bh(&odp->lock);
+	spin_lock_irq(&odp->lock);
 	for (; i <= last; i++)
 		if (!(odp->map[i] & SROCE_ODP_VALID))
 			odp->map[i] = SROCE_ODP_BAD;
-	spin_unlock_bh(&odp->lock);
+	spin_unlock_irq(&odp->lock);
 }
 
 static int sroce_odp_fault_table(struct sroce_odp *odp, u64 va, u64 len,
@@ -406,10 +407,10 @@ int sroce_odp_fault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 			ret = PTR_ERR(child);
 			if (ret == -EFAULT && fault) {
 				/* Nothing mapped: the access that asked fails. */
-				spin_lock_bh(&odp->lock);
+				spin_lock_irq(&odp->lock);
 				odp->bad_start = va;
 				odp->bad_end = va + len;
-				spin_unlock_bh(&odp->lock);
+				spin_unlock_irq(&odp->lock);
 			}
 			return ret;
 		}
@@ -502,16 +503,20 @@ busy:
  * @room: bytes contiguous from there (to the end of its page)
  * @err: -EAGAIN (not present: fault it in) or -EFAULT (a fault failed)
  *	when it returns NULL
- * @held: the page table whose lock is held (for sroce_odp_unmap())
+ * @held: the page table whose lock is held, and the interrupt state to
+ *	give back (for sroce_odp_unmap())
+ *
+ * Any context, interrupts off included (the completer places under the
+ * send queue's irqsave lock): the table's lock is irqsave.
  *
  * Return: the address (release with sroce_odp_unmap()), or NULL.
  */
 void *sroce_odp_map(const struct sroce_mr *mr, u64 iova, bool write,
-		    u32 *room, int *err, struct sroce_odp **held)
+		    u32 *room, int *err, struct sroce_odp_held *held)
 {
 	struct sroce_odp *odp = mr->odp;
 	u64 va = sroce_odp_va(mr, iova);
-	unsigned long i, e;
+	unsigned long i, e, flags;
 
 	if (odp->implicit) {
 		struct sroce_odp *root = odp;
@@ -522,12 +527,12 @@ void *sroce_odp_map(const struct sroce_mr *mr, u64 iova, bool write,
 			rcu_read_unlock();
 			*err = -EAGAIN;
 			/* One-shot, as BAD entries are. */
-			spin_lock_bh(&root->lock);
+			spin_lock_irqsave(&root->lock, flags);
 			if (va >= root->bad_start && va < root->bad_end) {
 				root->bad_end = 0;
 				*err = -EFAULT;
 			}
-			spin_unlock_bh(&root->lock);
+			spin_unlock_irqrestore(&root->lock, flags);
 			return NULL;
 		}
 	}
@@ -536,10 +541,11 @@ void *sroce_odp_map(const struct sroce_mr *mr, u64 iova, bool write,
 		*err = -EFAULT;
 		goto miss;
 	}
-	spin_lock_bh(&odp->lock);
+	spin_lock_irqsave(&odp->lock, flags);
 	e = odp->map[i];
 	if ((e & SROCE_ODP_VALID) && (!write || (e & SROCE_ODP_WRITE))) {
-		*held = odp;
+		held->odp = odp;
+		held->flags = flags;
 		*room = PAGE_SIZE - offset_in_page(va);
 		return page_address((struct page *)(e & ~SROCE_ODP_FLAGS)) +
 		       offset_in_page(va);
@@ -547,7 +553,7 @@ void *sroce_odp_map(const struct sroce_mr *mr, u64 iova, bool write,
 	/* BAD is one-shot: the access after this one faults again. */
 	if (e == SROCE_ODP_BAD)
 		odp->map[i] = 0;
-	spin_unlock_bh(&odp->lock);
+	spin_unlock_irqrestore(&odp->lock, flags);
 	*err = e == SROCE_ODP_BAD ? -EFAULT : -EAGAIN;
 miss:
 	if (odp->child)
@@ -555,10 +561,12 @@ miss:
 	return NULL;
 }
 
-void sroce_odp_unmap(struct sroce_odp *held)
+void sroce_odp_unmap(const struct sroce_odp_held *held)
 {
-	spin_unlock_bh(&held->lock);
-	if (held->child)
+	bool child = held->odp->child;
+
+	spin_unlock_irqrestore(&held->odp->lock, held->flags);
+	if (child)
 		rcu_read_unlock();
 }
 
@@ -585,12 +593,12 @@ int sroce_odp_ensure(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 	if (!mr->odp || !len)
 		return 0;
 	while (pos < end) {
-		struct sroce_odp *held;
+		struct sroce_odp_held held;
 		u32 room;
 
 		if (!sroce_odp_map(mr, pos, write, &room, &err, &held))
 			break;
-		sroce_odp_unmap(held);
+		sroce_odp_unmap(&held);
 		pos += room;
 	}
 	if (pos >= end)

@@ -822,6 +822,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 	if ((fresh || m->rd_atomic) &&
 	    sroce_req_odp_scatter(qp, wqe) == -EAGAIN) {
 		sroce_count(sdev, SROCE_CNT_ODP_REQ_WAITS, 1);
+		WRITE_ONCE(req->odp_wait, true);
 		return SROCE_REQ_WAIT;
 	}
 	if (fresh) {
@@ -871,8 +872,11 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		if (err == -EAGAIN) {
 			/* Nothing sent: this packet again after the fault. */
 			sroce_count(sdev, SROCE_CNT_ODP_REQ_WAITS, 1);
+			WRITE_ONCE(req->odp_wait, true);
 			return SROCE_REQ_WAIT;
 		}
+		if (req->odp_wait)
+			WRITE_ONCE(req->odp_wait, false);
 		(*budget)--;
 
 		if (!last) {

@@ -9,7 +9,7 @@
 # checked (-c), ibv_srq_pingpong -o; sroce_integrity with every buffer
 # ODP, and again with fork() and memory compaction every 20 ms on both
 # sides while it runs (every byte checked), and with the server in a
-# memory cgroup whose limit is below its buffers (zram swap: the kernel
+# memory cgroup whose limit is below its buffers (swap: the kernel
 # reclaims ODP pages under traffic); a UD exchange into ODP
 # receive buffers (sroce_rc_errors' UD point); perftest --odp for send,
 # write and read (perftest refuses atomics with ODP; sroce_rc_errors
@@ -22,18 +22,25 @@ source "$here/sroce.sh"
 CG=/sys/fs/cgroup/sroce-odp
 cleanup() {
 	[ -d "$CG" ] && rmdir "$CG" 2>/dev/null
-	swapoff /dev/zram0 2>/dev/null
+	[ -n "$SWAPDEV" ] && swapoff "$SWAPDEV" 2>/dev/null
 	sroce_reset
 }
 sroce_reset
 trap cleanup EXIT
 
 iters=(-n 1000)
-sroce_debug_kernel && iters=(-n 200)
+pp_iters=20
+if sroce_debug_kernel; then
+	# KASAN, and swap under it: minutes where the Debian kernel takes
+	# seconds.
+	iters=(-n 200)
+	pp_iters=5
+	export SROCE_PAIR_TMO=900
+fi
 
 # pingpong PROG SIZE ARGS...: PROG -s SIZE ARGS, sroce1 serves.
 pingpong() {
-	local prog=$1 size=$2 n=20 out
+	local prog=$1 size=$2 n=$pp_iters out
 	shift 2
 	sroce_pair nsB nsA 18515 \
 		"$prog" -d sroce1 -g "$SROCE_GID_B" -s "$size" -n $n -c "$@" -- \
@@ -73,16 +80,25 @@ integrity() {
 		"$SROCE_PAIR_DIR/server"
 }
 
-# A cgroup whose memory.max is below the server's ODP buffers, with zram
-# as swap so that anonymous pages can be reclaimed at all.
+# A cgroup whose memory.max is below the server's ODP buffers, and swap
+# so that anonymous pages can be reclaimed at all: zram, or (the debug
+# kernel has no zram) a loop device over a file in the guest's tmpfs,
+# whose pages the loop worker's cgroup holds, not ours.
+SWAPDEV=
 memcg_ready() {
 	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
 	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control ||
 		echo +memory >/sys/fs/cgroup/cgroup.subtree_control || return 1
 	mkdir -p "$CG" && echo $((40 << 20)) >"$CG/memory.max" || return 1
-	[ -b /dev/zram0 ] || modprobe zram num_devices=1 || return 1
-	echo 512M >/sys/block/zram0/disksize 2>/dev/null
-	mkswap /dev/zram0 >/dev/null && swapon /dev/zram0
+	if modprobe zram num_devices=1 2>/dev/null; then
+		SWAPDEV=/dev/zram0
+		echo 512M >/sys/block/zram0/disksize || return 1
+	else
+		modprobe loop 2>/dev/null
+		truncate -s 512M /tmp/sroce-swap &&
+		SWAPDEV=$(losetup --find --show /tmp/sroce-swap) || return 1
+	fi
+	mkswap "$SWAPDEV" >/dev/null && swapon "$SWAPDEV"
 }
 
 # Both sides in the cgroup (a subshell moves itself in: "ip netns exec"
@@ -91,12 +107,12 @@ memcg_ready() {
 # completes only if their pages are reclaimed and faulted back under
 # traffic, every byte checked.
 integrity_memcg() {
-	local bin=$SROCE_BIN/sroce_integrity args=(--odp --max-size 4m --random 4 --max-bytes 16m)
+	local bin=$SROCE_BIN/sroce_integrity args=(--odp --max-size 4m --random 4 --max-bytes 16m -w 600)
 	(
 		echo "$BASHPID" >"$CG/cgroup.procs" || exit 1
 		sroce_pair nsB nsA 18525 \
-			"$bin" -s -d sroce1 -g "$SROCE_GID_B" -w 120 "${args[@]}" -- \
-			"$bin" -c 10.77.0.2 -d sroce0 -g "$SROCE_GID_A" -w 120 "${args[@]}"
+			"$bin" -s -d sroce1 -g "$SROCE_GID_B" "${args[@]}" -- \
+			"$bin" -c 10.77.0.2 -d sroce0 -g "$SROCE_GID_A" "${args[@]}"
 	) || return 1
 	tail -n 3 "$SROCE_PAIR_DIR/client"
 	echo "cgroup: $(grep -E '^(pgsteal|pgmajfault|workingset_refault_anon) ' "$CG/memory.stat" | tr '\n' ' ')"
@@ -113,8 +129,8 @@ tap_plan 17
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 
 TAP_VERBOSE=1 tap_check "sroce_rc_errors -o odp (caps, no pinning, WRITE/READ/SEND/atomics, MADV_DONTNEED, remap, fork, advise_mr, failed faults)" \
-	timeout 300 "$SROCE_BIN/sroce_rc_errors" -a sroce0 -A "$SROCE_GID_A" \
-	-b sroce1 -B "$SROCE_GID_B" -o odp
+	timeout 600 "$SROCE_BIN/sroce_rc_errors" -a sroce0 -A "$SROCE_GID_A" \
+	-b sroce1 -B "$SROCE_GID_B" -w 60 -o odp
 
 f0=$(counter sroce1 odp_page_faults)
 tap_check "ibv_rc_pingpong -o, 4 KiB, buffers checked" pingpong ibv_rc_pingpong 4096 -o
