@@ -100,6 +100,7 @@ enum sroce_counter {
 	SROCE_CNT_ODP_REQ_WAITS,	/* requester passes waiting for one */
 	SROCE_CNT_ODP_RX_DROPS,		/* UC/UD packets dropped waiting for one */
 	SROCE_CNT_ODP_RX_DEFERRED,	/* UD datagrams held for one */
+	SROCE_CNT_DMABUF_MOVES,		/* exporters' move_notify of dma-buf MRs */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -145,7 +146,7 @@ struct sroce_dev {
 	u32 mw_key_next;		/* windows: above SROCE_MAX_MR */
 	atomic_t key_gen;		/* variant byte of the next key */
 	atomic64_t qp_serial;		/* sroce_qp.serial of the last QP */
-	atomic_t odp_mrs;		/* ODP MRs registered (sroce_odp.c) */
+	atomic_t odp_mrs;		/* ODP and dma-buf MRs (can miss) */
 	spinlock_t mw_lock;		/* window state (sroce_mw.c) */
 
 	/* Multicast groups and their QPs (see sroce_mcast.c). */
@@ -221,9 +222,16 @@ struct sroce_reg_mr_wr {
 	u32 access;			/* IB_ACCESS_* */
 };
 
+/* Page table entries: a struct page pointer and these low bits. */
+#define SROCE_ODP_VALID		0x1UL
+#define SROCE_ODP_WRITE		0x2UL
+#define SROCE_ODP_BAD		0x4UL	/* alone: the last fault failed */
+#define SROCE_ODP_FLAGS		0x7UL
+
 /*
  * An ODP MR's page table (see sroce_odp.c); an implicit MR's root has
- * children instead, one page table per 2 MiB.
+ * children instead, one page table per 2 MiB. A dma-buf MR has one too,
+ * filled from the exporter's mapping (sroce_dmabuf.c): it has no umem.
  */
 struct sroce_odp {
 	struct sroce_dev *sdev;
@@ -238,6 +246,9 @@ struct sroce_odp {
 	struct xarray children;		/* va >> 21 -> struct sroce_odp */
 	struct mutex children_lock;	/* creation of children */
 	u64 bad_start, bad_end;		/* nothing mapped (one-shot, lock) */
+	struct dma_buf_attachment *attach;	/* a dma-buf MR's, or NULL */
+	struct sg_table *sgt;		/* its mapping or NULL (resv lock) */
+	bool pinned;			/* dma_buf_pin()ned at registration */
 };
 
 struct sroce_mr {
@@ -665,6 +676,14 @@ int sroce_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		    struct uverbs_attr_bundle *attrs);
 int sroce_odp_wq_init(void);
 void sroce_odp_wq_exit(void);
+
+/* sroce_dmabuf.c */
+int sroce_dmabuf_init_mr(struct sroce_mr *mr, struct sroce_dev *sdev,
+			 u64 offset, u64 length, int fd);
+int sroce_dmabuf_fault(struct sroce_odp *odp);
+void sroce_dmabuf_release(struct sroce_odp *odp);
+int sroce_dmabuf_init(void);
+void sroce_dmabuf_exit(void);
 
 /* sroce_mcast.c */
 int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *ibgid, u16 lid);

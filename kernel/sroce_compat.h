@@ -171,6 +171,43 @@ sroce_reg_user_mr_nodmah(struct ib_pd *ibpd, u64 start, u64 length, u64 iova,
 #define SROCE_OPS_REG_USER_MR .reg_user_mr = sroce_reg_user_mr_nodmah
 #endif
 
+/*
+ * reg_user_mr_dmabuf took the udata until 6.10, then the uverbs attribute
+ * bundle, and a DMA handle before it with reg_user_mr (6.17).
+ */
+struct ib_mr *sroce_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+				       u64 length, u64 iova, int fd, int access,
+				       struct ib_dmah *dmah,
+				       struct uverbs_attr_bundle *attrs);
+#if defined(SROCE_HAVE_REG_USER_MR_DMAH)
+#define SROCE_OPS_REG_USER_MR_DMABUF \
+	.reg_user_mr_dmabuf = sroce_reg_user_mr_dmabuf
+#elif defined(SROCE_HAVE_REG_USER_MR_DMABUF_ATTRS)
+static inline struct ib_mr *
+sroce_reg_user_mr_dmabuf_nodmah(struct ib_pd *ibpd, u64 offset, u64 length,
+				u64 iova, int fd, int access,
+				struct uverbs_attr_bundle *attrs)
+{
+	return sroce_reg_user_mr_dmabuf(ibpd, offset, length, iova, fd, access,
+					NULL, attrs);
+}
+
+#define SROCE_OPS_REG_USER_MR_DMABUF \
+	.reg_user_mr_dmabuf = sroce_reg_user_mr_dmabuf_nodmah
+#else
+static inline struct ib_mr *
+sroce_reg_user_mr_dmabuf_udata(struct ib_pd *ibpd, u64 offset, u64 length,
+			       u64 iova, int fd, int access,
+			       struct ib_udata *udata)
+{
+	return sroce_reg_user_mr_dmabuf(ibpd, offset, length, iova, fd, access,
+					NULL, NULL);
+}
+
+#define SROCE_OPS_REG_USER_MR_DMABUF \
+	.reg_user_mr_dmabuf = sroce_reg_user_mr_dmabuf_udata
+#endif
+
 /* resize_cq(int cqe) became the user-only resize_user_cq(unsigned int) (7.1). */
 int sroce_resize_cq(struct ib_cq *ibcq, unsigned int cqe,
 		    struct ib_udata *udata);
@@ -201,6 +238,22 @@ static inline int sroce_resize_cq_int(struct ib_cq *ibcq, int cqe,
 #define IB_DEVICE_ATOMIC_WRITE		(1ULL << 40)	/* uverbs' value */
 #define IB_WC_FLUSH			8
 #define IB_WC_ATOMIC_WRITE		9
+#endif
+
+/*
+ * dma-buf's symbols are in the DMA_BUF namespace, named by a string since
+ * 6.13; the importer's callback move_notify became invalidate_mappings
+ * (7.x).
+ */
+#ifdef SROCE_HAVE_IMPORT_NS_IDENT
+#define SROCE_IMPORT_NS_DMA_BUF		MODULE_IMPORT_NS(DMA_BUF)
+#else
+#define SROCE_IMPORT_NS_DMA_BUF		MODULE_IMPORT_NS("DMA_BUF")
+#endif
+#ifdef SROCE_HAVE_DMABUF_INVALIDATE_MAPPINGS
+#define SROCE_DMABUF_OPS_MOVE_NOTIFY(fn)	.invalidate_mappings = (fn)
+#else
+#define SROCE_DMABUF_OPS_MOVE_NOTIFY(fn)	.move_notify = (fn)
 #endif
 
 /*

@@ -314,6 +314,7 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_ODP_REQ_WAITS] = { .name = "odp_requester_waits" },
 	[SROCE_CNT_ODP_RX_DROPS] = { .name = "odp_rx_drops" },
 	[SROCE_CNT_ODP_RX_DEFERRED] = { .name = "odp_rx_deferred" },
+	[SROCE_CNT_DMABUF_MOVES] = { .name = "dmabuf_moves" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);
@@ -458,6 +459,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.rereg_user_mr = sroce_rereg_user_mr,
 	/* their form differs by kernel (sroce_compat.h) */
 	SROCE_OPS_REG_USER_MR,
+	SROCE_OPS_REG_USER_MR_DMABUF,
 	SROCE_OPS_RESIZE_CQ,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),

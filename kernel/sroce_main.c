@@ -190,9 +190,12 @@ static int __init sroce_module_init(void)
 	err = sroce_odp_wq_init();
 	if (err)
 		goto err_wq;
-	err = sroce_net_init();
+	err = sroce_dmabuf_init();
 	if (err)
 		goto err_odp;
+	err = sroce_net_init();
+	if (err)
+		goto err_dmabuf;
 
 	err = register_netdevice_notifier(&sroce_netdev_notifier);
 	if (err)
@@ -204,6 +207,8 @@ static int __init sroce_module_init(void)
 
 err_net:
 	sroce_net_exit();
+err_dmabuf:
+	sroce_dmabuf_exit();
 err_odp:
 	sroce_odp_wq_exit();
 err_wq:
@@ -219,6 +224,7 @@ static void __exit sroce_module_exit(void)
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
 	sroce_unregister_all();
 	sroce_net_exit();
+	sroce_dmabuf_exit();
 	sroce_odp_wq_exit();
 	sroce_task_wq_exit();
 	sroce_crc_engine_exit();

@@ -28,7 +28,8 @@
  * page through sroce_mr_map(), which for an ODP MR holds the page table's
  * (irqsave) lock until sroce_mr_unmap(), and returns -EAGAIN for a page that is not
  * present: the caller asks for the fault (sroce_odp_ensure()) and tries
- * again later. ODP pages are never lent.
+ * again later. ODP pages are never lent. A dma-buf MR (sroce_dmabuf.c) is
+ * a USER MR with such a table too, filled from the exporter's mapping.
  *
  * Locking: key_xa has its own lock; an MR object is immutable between
  * registration and dereg, except the FRWR page list, which the owner QP's
@@ -389,6 +390,43 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 }
 
 /*
+ * A dma-buf MR: bytes [@offset, +@length) of the buffer, named @iova on
+ * the wire. It is never on demand in the user's sense (its pages are the
+ * exporter's), so IB_ACCESS_ON_DEMAND is refused.
+ */
+struct ib_mr *sroce_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+				       u64 length, u64 iova, int fd, int access,
+				       struct ib_dmah *dmah,
+				       struct uverbs_attr_bundle *attrs)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	if (dmah)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (access & IB_ACCESS_ON_DEMAND)
+		return ERR_PTR(-EINVAL);
+	err = sroce_mr_check_user(ibpd, offset, length, iova, access);
+	if (err)
+		return ERR_PTR(err);
+	mr = sroce_mr_new(ibpd, SROCE_MR_USER, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	err = sroce_dmabuf_init_mr(mr, sdev, offset, length, fd);
+	if (err) {
+		sroce_mr_destroy(sdev, mr);
+		return ERR_PTR(err);
+	}
+	mr->start = offset;
+	mr->iova = iova;
+	mr->length = length;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	return &mr->ibmr;
+}
+
+/*
  * Put @mr, which carries @old's key, in @old's key slot, unless windows
  * are bound to @old. @old is marked dying first, under mw_lock, so no
  * bind takes it; the slot is swapped after, outside mw_lock (the key
@@ -438,6 +476,9 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		return ERR_PTR(-EOPNOTSUPP);
 	if (old->type != SROCE_MR_USER)
 		return ERR_PTR(-EINVAL);
+	/* Its buffer is the exporter's: nothing to re-register it from. */
+	if (old->odp && old->odp->attach)
+		return ERR_PTR(-EOPNOTSUPP);
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = old->start;
 		length = old->length;

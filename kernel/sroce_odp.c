@@ -30,6 +30,10 @@
  * holds until it unmaps. A fault where nothing is mapped leaves the
  * root's one-shot BAD range instead.
  *
+ * A dma-buf MR (sroce_dmabuf.c) keeps a table of this kind too, filled
+ * from the exporter's mapping: its faults map the buffer, and the
+ * exporter's move_notify, not a notifier, clears it.
+ *
  * Locking: umem_odp->umem_mutex (ib_core's: it serialises faults and
  * invalidations) is taken before odp->lock; the data path takes only
  * odp->lock (and RCU for a child). children_lock (a mutex) serialises
@@ -44,12 +48,6 @@
 #include <rdma/ib_umem_odp.h>
 
 #include "sroce.h"
-
-/* Page table entries: a struct page pointer and these low bits. */
-#define SROCE_ODP_VALID		0x1UL
-#define SROCE_ODP_WRITE		0x2UL
-#define SROCE_ODP_BAD		0x4UL	/* alone: the last fault failed */
-#define SROCE_ODP_FLAGS		0x7UL
 
 /* An implicit MR's children: 2 MiB each. */
 #define SROCE_ODP_CHILD_SHIFT	21
@@ -231,6 +229,10 @@ void sroce_odp_release(struct sroce_mr *mr)
 	atomic_dec(&odp->sdev->odp_mrs);
 	mr->umem = NULL;
 	mr->odp = NULL;
+	if (odp->attach) {
+		sroce_dmabuf_release(odp);
+		return;
+	}
 	if (!odp->implicit) {
 		sroce_odp_table_free(odp);
 		return;
@@ -396,6 +398,13 @@ int sroce_odp_fault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 	u64 va = sroce_odp_va(mr, iova);
 	int ret = 0;
 
+	if (odp->attach) {
+		/* A dma-buf MR: the whole buffer is mapped at once, or not. */
+		ret = sroce_dmabuf_fault(odp);
+		if (ret && fault)
+			sroce_odp_mark_bad(odp, va, len);
+		return ret;
+	}
 	if (!odp->implicit)
 		return sroce_odp_fault_table(odp, va, len, write, fault);
 	while (len && !ret) {
