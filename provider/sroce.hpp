@@ -311,6 +311,8 @@ int dealloc_pd(struct ibv_pd *ibpd);
 
 struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		      uint64_t hca_va, int access);
+struct ibv_mr *reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset, size_t length,
+			     uint64_t iova, int fd, int access);
 int rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *ibpd, void *addr,
 	     size_t length, int access);
 int dereg_mr(struct verbs_mr *vmr);

@@ -176,6 +176,7 @@ static constexpr struct verbs_context_ops make_ctx_ops()
 	ops.poll_cq = poll_cq;
 	ops.query_device_ex = query_device_ex;
 	ops.query_port = query_port;
+	ops.reg_dmabuf_mr = reg_dmabuf_mr;
 	ops.reg_mr = reg_mr;
 	ops.req_notify_cq = req_notify_cq;
 	ops.rereg_mr = rereg_mr;

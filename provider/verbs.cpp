@@ -93,6 +93,27 @@ struct ibv_mr *reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	return &m->vmr.ibv_mr;
 }
 
+// A dma-buf region is all kernel work too (sroce_dmabuf.c attaches to the
+// exporter's buffer); its keys work like any MR's, so nothing else here
+// changes.  mr_type = IBV_MR_TYPE_DMABUF_MR makes ibv_rereg_mr() refuse it
+// and ibv_dereg_mr() skip the fork bookkeeping of a plain MR.
+struct ibv_mr *reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset, size_t length,
+			     uint64_t iova, int fd, int access)
+{
+	auto *m = static_cast<mr *>(calloc(1, sizeof(mr)));
+	if (!m)
+		return nullptr;
+
+	int ret = sroce_cmd_reg_dmabuf_mr(ibpd, offset, length, iova, fd, access,
+					  &m->vmr);
+	if (ret) {
+		free(m);
+		errno = ret;
+		return nullptr;
+	}
+	return &m->vmr.ibv_mr;
+}
+
 // The kernel builds a new region and answers with its keys (the handle
 // stays); ibv_cmd_rereg_mr stores them, ibv_rereg_mr() updates pd, addr
 // and length.  The IOVA of a new translation is its address, as for

@@ -44,8 +44,9 @@
  * IBVERBS_PRIVATE_34 from v34 to v56 and IBVERBS_PRIVATE_59 from v59 to
  * v63 while changing the structs underneath it (v35-v43 inserted members
  * into verbs_context_ops and verbs_sysfs_dev, v45 grew ibv_qp_ex and with
- * it verbs_qp, v62 inserted two ops).  So the build selects by release,
- * not by private ABI name.
+ * it verbs_qp, v54 gave ibv_cmd_reg_dmabuf_mr() a driver parameter, v62
+ * inserted two ops).  So the build selects by release, not by private ABI
+ * name.
  *
  * Public types (struct ibv_*, struct verbs_context, ...) come from the
  * installed <infiniband/verbs.h>; kernel uverbs structs come from the
@@ -810,6 +811,21 @@ int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
 int ibv_cmd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 		      uint32_t flags, struct ibv_sge *sg_list,
 		      uint32_t num_sge);
+/*
+ * reg_dmabuf_mr: the REG_DMABUF_MR ioctl only (no write() command, no
+ * cmd/resp buffers); on success vmr->ibv_mr.handle/lkey/rkey/context/pd,
+ * addr = offset, length and vmr->mr_type = IBV_MR_TYPE_DMABUF_MR, not
+ * vmr->access; ibv_reg_dmabuf_mr() then sets context, pd, addr, length
+ * again.  54: driver (NULL: no driver attributes), under the same
+ * IBVERBS_PRIVATE_34; see sroce_cmd_reg_dmabuf_mr().
+ */
+int ibv_cmd_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+			  uint64_t iova, int fd, int access,
+			  struct verbs_mr *vmr
+#if SROCE_RDMA_CORE >= 54
+			  , struct ibv_command_buffer *driver
+#endif
+			  );
 int ibv_cmd_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type,
 		     struct ibv_mw *mw, struct ibv_alloc_mw *cmd,
 		     size_t cmd_size,
@@ -1087,6 +1103,18 @@ static inline int sroce_cmd_create_qp_ex2(struct ibv_context *context,
 #else
 	return ibv_cmd_create_qp_ex2(context, qp, qp_attr, cmd, cmd_size, resp,
 				     resp_size);
+#endif
+}
+
+static inline int sroce_cmd_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+					  size_t length, uint64_t iova, int fd,
+					  int access, struct verbs_mr *vmr)
+{
+#if SROCE_RDMA_CORE >= 54
+	return ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, vmr,
+				     nullptr);
+#else
+	return ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access, vmr);
 #endif
 }
 

@@ -11,7 +11,8 @@
  *
  * From rdma-core's CMakeLists.txt (IBVERBS_PABI_VERSION) and
  * libibverbs/libibverbs.map.in at each tag:
- *   44-56  IBVERBS_PRIVATE_34   (verbs_qp grows in 45 with ibv_qp_ex.wr_flush)
+ *   44-56  IBVERBS_PRIVATE_34   (verbs_qp grows in 45 with ibv_qp_ex.wr_flush;
+ *                               ibv_cmd_reg_dmabuf_mr() gains driver in 54)
  *   57-58  IBVERBS_PRIVATE_57   ibv_cmd_get_context() gains fd_arr
  *   59-63  IBVERBS_PRIVATE_59   verbs_context_ops gains alloc_dmah,
  *                               dealloc_dmah, reg_mr_ex; ibv_cmd_create_cq_ex()

@@ -217,7 +217,7 @@ protos="verbs_register_driver_$pabi "'__verbs_log _verbs_init_and_alloc_context
 	ibv_cmd_get_context ibv_cmd_query_device_any ibv_cmd_query_port
 	ibv_cmd_alloc_pd ibv_cmd_dealloc_pd
 	ibv_cmd_reg_mr ibv_cmd_rereg_mr ibv_cmd_dereg_mr ibv_cmd_advise_mr
-	ibv_cmd_alloc_mw ibv_cmd_dealloc_mw
+	ibv_cmd_reg_dmabuf_mr ibv_cmd_alloc_mw ibv_cmd_dealloc_mw
 	ibv_cmd_create_cq ibv_cmd_create_cq_ex ibv_cmd_poll_cq ibv_cmd_req_notify_cq
 	ibv_cmd_resize_cq ibv_cmd_destroy_cq
 	ibv_cmd_create_srq ibv_cmd_create_srq_ex ibv_cmd_modify_srq ibv_cmd_query_srq
