@@ -55,6 +55,12 @@
 //            (rdma-core 45 on: ibv_wr_flush) of a range and of the whole
 //            MR after WRITEs, one to an MR without FLUSH_GLOBAL
 //            REM_ACCESS_ERR, no FLUSH_PERSISTENT MR on non-persistent memory
+//   dmabuf-move  (only when named: the caller loaded sroce_dmabuf_exp.ko)
+//            a dma-buf MR of tests/kmod's moving exporter: READ and WRITE
+//            after a move, 24 moves while a WRITE and a READ are in flight,
+//            every byte read back and in the exporter's pages, no old page
+//            written after its move, the moves counted; with dmabuf_pin=1
+//            the MR pins the buffer (MOVE refused) until dereg
 //   awrite-loss  (only when named: the caller sets up packet loss)
 //            rounds of ATOMIC WRITEs to the same words and a READ of
 //            them, resent until they arrive: replayed, never re-stored
@@ -69,6 +75,10 @@
 //            range REM_ACCESS_ERR, a WRITE from an unmapped one
 //            LOC_PROT_ERR; UD datagrams into untouched ODP receive
 //            buffers wait for their pages, none lost
+//   dmabuf   ibv_reg_dmabuf_mr of a udmabuf (memfd pages): its errors;
+//            a peer's WRITE, READ, SEND and atomics into it, B's WRITE
+//            from it, and a WRITE after the dma-buf's fd is closed, every
+//            byte checked through the memfd
 //   rereg    B's MR re-registered (translation, PD away and back,
 //            access) while A holds its rkey: the keys stay, A's WRITE and
 //            READ meet the new region, a WRITE the access no longer
@@ -90,6 +100,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -98,7 +109,9 @@
 #include <vector>
 
 #include <infiniband/verbs.h>
+#include <linux/udmabuf.h>
 
+#include "../kmod/sroce_dmabuf_exp.h"
 #include "tap.hpp"
 #include "verbs_util.hpp"
 
@@ -2957,10 +2970,452 @@ void test_odp()
 	test_odp_advise_errors();
 }
 
+// ---- 9c. dma-buf MRs ------------------------------------------------------------
+
+// A dma-buf from udmabuf (memfd pages, a static exporter), and the memfd
+// mapped: what the MR holds, seen by the CPU.
+struct udbuf {
+	int memfd = -1;
+	int fd = -1;
+	uint8_t *cpu = nullptr;
+	size_t len = 0;
+};
+
+bool udbuf_make(point &P, udbuf &u, size_t len)
+{
+	u.len = len;
+	u.memfd = memfd_create("sroce-dmabuf", MFD_ALLOW_SEALING | MFD_CLOEXEC);
+	if (u.memfd < 0 || ftruncate(u.memfd, static_cast<off_t>(len)) ||
+	    fcntl(u.memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		P.fail("memfd of %zu bytes: %s", len, strerror(errno));
+		return false;
+	}
+	void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, u.memfd, 0);
+	if (m == MAP_FAILED) {
+		P.fail("mmap of the memfd: %s", strerror(errno));
+		return false;
+	}
+	u.cpu = static_cast<uint8_t *>(m);
+	int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	if (dev < 0) {
+		P.fail("/dev/udmabuf: %s", strerror(errno));
+		return false;
+	}
+	udmabuf_create c = {};
+	c.memfd = static_cast<uint32_t>(u.memfd);
+	c.flags = UDMABUF_FLAGS_CLOEXEC;
+	c.size = len;
+	u.fd = ioctl(dev, UDMABUF_CREATE, &c);
+	if (u.fd < 0)
+		P.fail("UDMABUF_CREATE: %s", strerror(errno));
+	close(dev);
+	return u.fd >= 0;
+}
+
+void udbuf_free(udbuf &u)
+{
+	if (u.cpu)
+		munmap(u.cpu, u.len);
+	for (int fd : {u.fd, u.memfd})
+		if (fd >= 0)
+			close(fd);
+	u = udbuf();
+}
+
+constexpr uint64_t DMABUF_IOVA = 0x7d0000000000ull;
+
+// ibv_reg_dmabuf_mr's errors: each refused with its errno, nothing left.
+void test_dmabuf_errors(const udbuf &u)
+{
+	point P;
+	struct bad {
+		const char *what;
+		uint64_t off, len;
+		int fd, access, err;
+	} cases[] = {
+		{"IBV_ACCESS_ON_DEMAND", 0, PAGE, u.fd, ODP | IBV_ACCESS_LOCAL_WRITE, EINVAL},
+		{"a range past the buffer's end", u.len - PAGE, 2 * PAGE, u.fd,
+		 IBV_ACCESS_LOCAL_WRITE, EINVAL},
+		{"a memfd, not a dma-buf", 0, PAGE, u.memfd, IBV_ACCESS_LOCAL_WRITE, EINVAL},
+		{"fd -1", 0, PAGE, -1, IBV_ACCESS_LOCAL_WRITE, EBADF},
+		{"length 0", 0, 0, u.fd, IBV_ACCESS_LOCAL_WRITE, EINVAL},
+	};
+	for (const bad &b : cases) {
+		errno = 0;
+		ibv_mr *mr = ibv_reg_dmabuf_mr(B.pd, b.off, b.len, DMABUF_IOVA, b.fd, b.access);
+		if (mr) {
+			P.fail("%s: registered", b.what);
+			ibv_dereg_mr(mr);
+		} else if (errno != b.err) {
+			P.fail("%s: %s, expected %s", b.what, strerror(errno), strerror(b.err));
+		}
+	}
+	P.report("ibv_reg_dmabuf_mr refuses ON_DEMAND, a range past the buffer, a memfd, "
+		 "fd -1 and length 0 (EINVAL, EINVAL, EINVAL, EBADF, EINVAL)");
+}
+
+// Every operation with a udmabuf MR on either end; bytes checked through
+// the memfd.
+void test_dmabuf_udmabuf()
+{
+	point P, Pw, Pr, Ps, Pg, Pa, Pc;
+	udbuf u;
+	region src, dst;
+	conn c;
+	ibv_mr *mr = nullptr;
+	constexpr size_t BUF = 2 << 20, OFF = 4096, LEN = 1 << 20;
+	uint64_t id = 1;
+
+	if (!udbuf_make(P, u, BUF)) {
+		P.report("a 2 MiB udmabuf");
+		udbuf_free(u);
+		return;
+	}
+	test_dmabuf_errors(u);
+	pattern(u.cpu, BUF, 71);
+	mr = ibv_reg_dmabuf_mr(B.pd, OFF, LEN, DMABUF_IOVA, u.fd,
+			       ALL_REMOTE | IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		P.fail("ibv_reg_dmabuf_mr(offset %zu, %zu bytes): %s", OFF, LEN, strerror(errno));
+	else if (mr->lkey != mr->rkey || mr->length != LEN)
+		P.fail("lkey 0x%x rkey 0x%x length %zu", mr->lkey, mr->rkey, mr->length);
+	if (mr && region_make(P, src, "source", A, LEN, IBV_ACCESS_LOCAL_WRITE, 72) &&
+	    region_make(P, dst, "destination", A, LEN, ALL_REMOTE | IBV_ACCESS_LOCAL_WRITE, 73) &&
+	    conn_make(P, c, {})) {
+		// Peer's WRITE into the buffer, at an odd offset.
+		posted(Pw, post_sge(c.a.qp, id, IBV_WR_RDMA_WRITE, src.addr(), src.lkey(),
+				    LEN - 4096, DMABUF_IOVA + 13, mr->rkey), "WRITE", id);
+		expect_wcs(Pw, "requester", c.a.cq, c.a.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN - 4096}});
+		same_bytes(Pw, "memfd", u.cpu + OFF + 13, src.mem, LEN - 4096);
+		Pw.report("WRITE of 1 MiB - 4 KiB into a udmabuf MR at an odd offset: every byte "
+			  "in the memfd");
+
+		// Peer's READ of it, after the CPU changed it.
+		pattern(u.cpu + OFF, LEN, 74);
+		posted(Pr, post_sge(c.a.qp, id, IBV_WR_RDMA_READ, dst.addr(), dst.lkey(), LEN,
+				    DMABUF_IOVA, mr->rkey), "READ", id);
+		expect_wcs(Pr, "requester", c.a.cq, c.a.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN}});
+		same_bytes(Pr, "READ destination", dst.mem, u.cpu + OFF, LEN);
+		Pr.report("READ of 1 MiB from a udmabuf MR the CPU wrote through the memfd: every "
+			  "byte");
+
+		// A SEND received into the buffer.
+		ibv_sge rs = {DMABUF_IOVA + 4096, 65536, mr->lkey};
+		ibv_recv_wr rw = {};
+		ibv_recv_wr *bad;
+		rw.wr_id = 900;
+		rw.sg_list = &rs;
+		rw.num_sge = 1;
+		posted(Ps, ibv_post_recv(c.b.qp, &rw, &bad), "receive", 900);
+		posted(Ps, post_sge(c.a.qp, id, IBV_WR_SEND, src.addr(100), src.lkey(), 65536),
+		       "SEND", id);
+		expect_wcs(Ps, "requester", c.a.cq, c.a.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_SEND, 65536}});
+		expect_wcs(Ps, "responder", c.b.cq, c.b.qpn,
+			   {{900, IBV_WC_SUCCESS, IBV_WC_RECV, 65536}});
+		same_bytes(Ps, "memfd", u.cpu + OFF + 4096, src.mem + 100, 65536);
+		Ps.report("SEND of 64 KiB into a receive buffer in a udmabuf MR: every byte");
+
+		// The buffer as the source of B's own WRITE (lkey gather).
+		pattern(u.cpu + OFF, LEN, 75);
+		posted(Pg, post_sge(c.b.qp, id, IBV_WR_RDMA_WRITE, DMABUF_IOVA + 7, mr->lkey,
+				    LEN - 7, dst.addr(), dst.rkey()), "WRITE", id);
+		expect_wcs(Pg, "requester", c.b.cq, c.b.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN - 7}});
+		same_bytes(Pg, "A's memory", dst.mem, u.cpu + OFF + 7, LEN - 7);
+		Pg.report("WRITE from a udmabuf MR (gathered by lkey): every byte");
+
+		// Atomics on a word of the buffer.
+		uint64_t w0 = 1000;
+		memcpy(u.cpu + OFF + 512, &w0, 8);
+		posted(Pa, post_sge(c.a.qp, id, IBV_WR_ATOMIC_FETCH_AND_ADD, dst.addr(0),
+				    dst.lkey(), 8, DMABUF_IOVA + 512, mr->rkey, 5), "FETCH_ADD", id);
+		posted(Pa, post_sge(c.a.qp, id + 1, IBV_WR_ATOMIC_CMP_AND_SWP, dst.addr(8),
+				    dst.lkey(), 8, DMABUF_IOVA + 512, mr->rkey, 1005, 77),
+		       "CMP_SWAP", id + 1);
+		expect_wcs(Pa, "requester", c.a.cq, c.a.qpn,
+			   {{id, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, 8},
+			    {id + 1, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, 8}});
+		id += 2;
+		uint64_t v[2], w;
+		memcpy(v, dst.mem, 16);
+		memcpy(&w, u.cpu + OFF + 512, 8);
+		if (v[0] != 1000 || v[1] != 1005 || w != 77)
+			Pa.fail("FETCH_ADD returned %llu (1000), CMP_SWAP %llu (1005), word %llu (77)",
+				static_cast<unsigned long long>(v[0]),
+				static_cast<unsigned long long>(v[1]),
+				static_cast<unsigned long long>(w));
+		Pa.report("FETCH_ADD and CMP_SWAP on a word of a udmabuf MR: results and word");
+
+		// The MR holds the buffer: closing the dma-buf's fd changes nothing.
+		close(u.fd);
+		u.fd = -1;
+		posted(Pc, post_sge(c.a.qp, id, IBV_WR_RDMA_WRITE, src.addr(), src.lkey(), LEN,
+				    DMABUF_IOVA, mr->rkey), "WRITE", id);
+		expect_wcs(Pc, "requester", c.a.cq, c.a.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN}});
+		same_bytes(Pc, "memfd", u.cpu + OFF, src.mem, LEN);
+		// Nothing outside the MR's range was written.
+		std::vector<uint8_t> ref(BUF);
+		pattern(ref.data(), BUF, 71);
+		same_bytes(Pc, "the page before the MR", u.cpu + OFF - PAGE, ref.data() + OFF - PAGE,
+			   PAGE);
+		Pc.report("after the dma-buf's fd is closed the MR still works: a WRITE of 1 MiB, "
+			  "every byte, none outside its range");
+		expect_state(P, "requester", c.a.qp, IBV_QPS_RTS);
+		expect_state(P, "responder", c.b.qp, IBV_QPS_RTS);
+	}
+	if (!P.ok())
+		for (point *Q : {&Pw, &Pr, &Ps, &Pg, &Pa, &Pc})
+			Q->why = P.why;
+	P.report("a udmabuf MR (offset 4 KiB, 1 MiB) registered; both QPs in RTS after the "
+		 "operations");
+	conn_free(c);
+	if (mr && ibv_dereg_mr(mr))
+		P.fail("ibv_dereg_mr: %s", strerror(errno));
+	region_free(src);
+	region_free(dst);
+	udbuf_free(u);
+}
+
+// A buffer of tests/kmod/sroce_dmabuf_exp.ko: a dynamic exporter that
+// moves its pages on request and poisons the old ones.
+struct xbuf {
+	int ctl = -1;
+	int fd = -1;
+	size_t len = 0;
+};
+
+bool xbuf_make(point &P, xbuf &x, size_t len)
+{
+	x.len = len;
+	x.ctl = open("/dev/sroce_dmabuf_exp", O_RDWR | O_CLOEXEC);
+	if (x.ctl < 0) {
+		P.fail("/dev/sroce_dmabuf_exp (sroce_dmabuf_exp.ko): %s", strerror(errno));
+		return false;
+	}
+	sroce_dmabuf_exp_create c = {};
+	c.size = len;
+	if (ioctl(x.ctl, SROCE_DMABUF_EXP_CREATE, &c)) {
+		P.fail("SROCE_DMABUF_EXP_CREATE: %s", strerror(errno));
+		return false;
+	}
+	x.fd = c.fd;
+	return true;
+}
+
+void xbuf_free(xbuf &x)
+{
+	for (int fd : {x.fd, x.ctl})
+		if (fd >= 0)
+			close(fd);
+	x = xbuf();
+}
+
+bool xbuf_rw(point &P, const xbuf &x, unsigned long req, uint64_t off, void *p, size_t n)
+{
+	sroce_dmabuf_exp_rw rw = {};
+	rw.fd = x.fd;
+	rw.offset = off;
+	rw.len = n;
+	rw.addr = reinterpret_cast<uintptr_t>(p);
+	if (ioctl(x.ctl, req, &rw)) {
+		P.fail("exporter %s: %s", req == SROCE_DMABUF_EXP_READ ? "READ" : "WRITE",
+		       strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+// Move the buffer: 0 or the errno.
+int xbuf_move(const xbuf &x)
+{
+	sroce_dmabuf_exp_move m = {};
+	m.fd = x.fd;
+	return ioctl(x.ctl, SROCE_DMABUF_EXP_MOVE, &m) ? errno : 0;
+}
+
+sroce_dmabuf_exp_info xbuf_info(const xbuf &x)
+{
+	sroce_dmabuf_exp_info i = {};
+	i.fd = x.fd;
+	if (ioctl(x.ctl, SROCE_DMABUF_EXP_INFO, &i))
+		i.attachments = ~0ull;
+	return i;
+}
+
+// Write "1"/"0" to sroce's dmabuf_pin parameter: false if it cannot.
+bool set_dmabuf_pin(bool on)
+{
+	FILE *f = fopen("/sys/module/sroce/parameters/dmabuf_pin", "w");
+	if (!f)
+		return false;
+	bool ok = fputs(on ? "1" : "0", f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+// The exporter moves the buffer between and during operations: sroce
+// follows it (move_notify), never touching the old pages again.
+void test_dmabuf_moves()
+{
+	point P, Pr, Pw, Pl, Pst, Pdet;
+	xbuf x;
+	region src, dst;
+	conn c;
+	ibv_mr *mr = nullptr;
+	constexpr size_t LEN = 1 << 20;
+	constexpr int ROUNDS = 24;
+	uint64_t id = 1;
+	delta moves(B, "dmabuf_moves"), faults(B, "odp_page_faults");
+	std::vector<uint8_t> want(LEN), got(LEN);
+
+	if (xbuf_make(P, x, LEN)) {
+		pattern(want.data(), LEN, 81);
+		xbuf_rw(P, x, SROCE_DMABUF_EXP_WRITE, 0, want.data(), LEN);
+		mr = ibv_reg_dmabuf_mr(B.pd, 0, LEN, DMABUF_IOVA, x.fd,
+				       ALL_REMOTE | IBV_ACCESS_LOCAL_WRITE);
+		if (!mr)
+			P.fail("ibv_reg_dmabuf_mr: %s", strerror(errno));
+	}
+	if (mr && region_make(P, src, "source", A, LEN, IBV_ACCESS_LOCAL_WRITE, 82) &&
+	    region_make(P, dst, "destination", A, LEN, IBV_ACCESS_LOCAL_WRITE, 83) &&
+	    conn_make(P, c, {})) {
+		// READ after a move: the new pages, not the poisoned old ones.
+		if (int e = xbuf_move(x))
+			Pr.fail("MOVE: %s", strerror(e));
+		posted(Pr, post_sge(c.a.qp, id, IBV_WR_RDMA_READ, dst.addr(), dst.lkey(), LEN,
+				    DMABUF_IOVA, mr->rkey), "READ", id);
+		expect_wcs(Pr, "requester", c.a.cq, c.a.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN}});
+		same_bytes(Pr, "READ destination", dst.mem, want.data(), LEN);
+		Pr.report("the exporter moves the buffer; a READ of 1 MiB then gets its contents "
+			  "from the new pages: every byte");
+
+		// WRITE after a move lands in the new pages.
+		if (int e = xbuf_move(x))
+			Pw.fail("MOVE: %s", strerror(e));
+		posted(Pw, post_sge(c.a.qp, id, IBV_WR_RDMA_WRITE, src.addr(), src.lkey(), LEN,
+				    DMABUF_IOVA, mr->rkey), "WRITE", id);
+		expect_wcs(Pw, "requester", c.a.cq, c.a.qpn,
+			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN}});
+		if (xbuf_rw(Pw, x, SROCE_DMABUF_EXP_READ, 0, got.data(), LEN))
+			same_bytes(Pw, "the exporter's pages", got.data(), src.mem, LEN);
+		Pw.report("a WRITE of 1 MiB after a move: every byte in the exporter's new pages");
+
+		// Moves while WRITEs and READs are in flight.
+		for (int r = 0; r < ROUNDS && Pl.ok(); r++) {
+			size_t off = static_cast<size_t>(r) * 40000 % (LEN - 262144);
+			pattern(src.mem + off, 262144, 100 + r);
+			posted(Pl, post_sge(c.a.qp, id, IBV_WR_RDMA_WRITE, src.addr(off), src.lkey(),
+					    262144, DMABUF_IOVA + off, mr->rkey), "WRITE", id);
+			posted(Pl, post_sge(c.a.qp, id + 1, IBV_WR_RDMA_READ, dst.addr(off),
+					    dst.lkey(), 262144, DMABUF_IOVA + off, mr->rkey),
+			       "READ", id + 1);
+			if (int e = xbuf_move(x))
+				Pl.fail("MOVE: %s", strerror(e));
+			expect_wcs(Pl, "requester", c.a.cq, c.a.qpn,
+				   {{id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 262144},
+				    {id + 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 262144}});
+			id += 2;
+			same_bytes(Pl, "READ back", dst.mem + off, src.mem + off, 262144);
+			if (xbuf_rw(Pl, x, SROCE_DMABUF_EXP_READ, 0, got.data(), LEN))
+				same_bytes(Pl, "the exporter's pages", got.data(), src.mem, LEN);
+		}
+		Pl.report("%d rounds of a 256 KiB WRITE and READ with a move in flight: every "
+			  "byte, read back and in the exporter's pages", ROUNDS);
+		sroce_dmabuf_exp_info i = xbuf_info(x);
+		if (i.stale_writes)
+			Pst.fail("%llu old page(s) written after their move",
+				 static_cast<unsigned long long>(i.stale_writes));
+		if (i.moves != ROUNDS + 2)
+			Pst.fail("%llu moves, expected %d", static_cast<unsigned long long>(i.moves),
+				 ROUNDS + 2);
+		Pst.report("no old page written after its move (the exporter's poison intact)");
+		expect_state(P, "requester", c.a.qp, IBV_QPS_RTS);
+		expect_state(P, "responder", c.b.qp, IBV_QPS_RTS);
+	}
+	if (!P.ok())
+		for (point *Q : {&Pr, &Pw, &Pl, &Pst})
+			Q->why = P.why;
+	P.report("a dma-buf MR of a moving exporter; both QPs in RTS after the moves");
+	check_counters("dma-buf moves: B counted every move and faulted the buffer back in",
+		       {{&moves, ROUNDS + 2}, {&faults, -1}});
+	conn_free(c);
+	if (mr && ibv_dereg_mr(mr))
+		Pdet.fail("ibv_dereg_mr: %s", strerror(errno));
+	if (x.fd >= 0 && xbuf_info(x).attachments != 0)
+		Pdet.fail("%llu attachment(s) left after dereg",
+			  static_cast<unsigned long long>(xbuf_info(x).attachments));
+	Pdet.report("ibv_dereg_mr detaches from the buffer");
+	region_free(src);
+	region_free(dst);
+	xbuf_free(x);
+}
+
+// sroce.dmabuf_pin=1: the MR pins its buffer, which then cannot move.
+void test_dmabuf_pinned()
+{
+	point P, Pm, Pd;
+	xbuf x;
+	region dst;
+	conn c;
+	ibv_mr *mr = nullptr;
+	constexpr size_t LEN = 256 << 10;
+	std::vector<uint8_t> want(LEN);
+	delta moves(B, "dmabuf_moves");
+
+	if (!set_dmabuf_pin(true))
+		P.fail("setting /sys/module/sroce/parameters/dmabuf_pin: %s", strerror(errno));
+	if (P.ok() && xbuf_make(P, x, LEN)) {
+		pattern(want.data(), LEN, 91);
+		xbuf_rw(P, x, SROCE_DMABUF_EXP_WRITE, 0, want.data(), LEN);
+		mr = ibv_reg_dmabuf_mr(B.pd, 0, LEN, DMABUF_IOVA, x.fd, ALL_REMOTE);
+		if (!mr)
+			P.fail("ibv_reg_dmabuf_mr: %s", strerror(errno));
+	}
+	set_dmabuf_pin(false);
+	if (mr) {
+		if (xbuf_info(x).pins != 1)
+			Pm.fail("%llu pin(s), expected 1",
+				static_cast<unsigned long long>(xbuf_info(x).pins));
+		if (int e = xbuf_move(x); e != EBUSY)
+			Pm.fail("MOVE: %s, expected EBUSY", e ? strerror(e) : "moved");
+	}
+	if (mr && region_make(P, dst, "destination", A, LEN, IBV_ACCESS_LOCAL_WRITE, 92) &&
+	    conn_make(P, c, {})) {
+		posted(Pm, post_sge(c.a.qp, 1, IBV_WR_RDMA_READ, dst.addr(), dst.lkey(), LEN,
+				    DMABUF_IOVA, mr->rkey), "READ", 1);
+		expect_wcs(Pm, "requester", c.a.cq, c.a.qpn,
+			   {{1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN}});
+		same_bytes(Pm, "READ destination", dst.mem, want.data(), LEN);
+	}
+	if (!P.ok())
+		Pm.why = P.why;
+	Pm.report("dmabuf_pin=1: the MR pins its buffer (one pin, MOVE refused with EBUSY); a "
+		  "READ of 256 KiB: every byte");
+	conn_free(c);
+	if (mr && ibv_dereg_mr(mr))
+		Pd.fail("ibv_dereg_mr: %s", strerror(errno));
+	if (x.fd >= 0) {
+		if (xbuf_info(x).pins != 0)
+			Pd.fail("still pinned after dereg");
+		if (int e = xbuf_move(x))
+			Pd.fail("MOVE after dereg: %s", strerror(e));
+	}
+	if (moves.grown() != 0)
+		Pd.fail("dmabuf_moves grew by %lld: the move after dereg reached sroce",
+			moves.grown());
+	Pd.report("ibv_dereg_mr unpins: the buffer moves again, and sroce hears nothing of it");
+	region_free(dst);
+	xbuf_free(x);
+}
+
 void usage()
 {
 	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
-			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,awrite,len,srq,mw,odp,rereg,credits|awrite-loss|blackhole] "
+			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,awrite,len,srq,mw,odp,dmabuf,rereg,credits|awrite-loss|blackhole|dmabuf-move] "
 			"[--inject rkey] [-v]\n");
 }
 
@@ -3044,6 +3499,8 @@ int main(int argc, char **argv)
 			test_mw();
 		if (want_group(groups, "odp"))
 			test_odp();
+		if (want_group(groups, "dmabuf"))
+			test_dmabuf_udmabuf();
 		if (want_group(groups, "rereg"))
 			test_rereg();
 		if (want_group(groups, "credits"))
@@ -3051,6 +3508,11 @@ int main(int argc, char **argv)
 		// Only when asked for: the caller has set up loss.
 		if (groups && want_group(groups, "awrite-loss"))
 			test_atomic_write_loss();
+		// Only when asked for: the caller loaded sroce_dmabuf_exp.ko.
+		if (groups && want_group(groups, "dmabuf-move")) {
+			test_dmabuf_moves();
+			test_dmabuf_pinned();
+		}
 		// Only when asked for: the caller has cut the link.
 		if (groups && want_group(groups, "blackhole")) {
 			test_peer_gone(3, GONE_BLACKHOLE);
