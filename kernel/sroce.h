@@ -91,6 +91,7 @@ enum sroce_counter {
 	SROCE_CNT_TX_LENT,		/* packets sent with lent MR pages */
 	SROCE_CNT_RX_DROP_SEQ,		/* requests beyond the expected PSN */
 	SROCE_CNT_TX_BURSTS,		/* GSO bursts of several packets */
+	SROCE_CNT_TX_TAPPED,		/* ... sent singly: a packet tap listened */
 	SROCE_CNT_LO_DEFERRED,		/* loopback packets queued behind one */
 	SROCE_CNT_ODP_FAULTS,		/* ODP fault requests resolved */
 	SROCE_CNT_ODP_FAULT_ERRORS,	/* ... that found no (writable) page */

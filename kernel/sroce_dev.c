@@ -305,6 +305,7 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_TX_LENT] = { .name = "tx_zero_copy_packets" },
 	[SROCE_CNT_RX_DROP_SEQ] = { .name = "rx_drop_out_of_sequence" },
 	[SROCE_CNT_TX_BURSTS] = { .name = "tx_bursts" },
+	[SROCE_CNT_TX_TAPPED] = { .name = "tx_tapped_packets" },
 	[SROCE_CNT_LO_DEFERRED] = { .name = "loopback_deferred" },
 	[SROCE_CNT_ODP_FAULTS] = { .name = "odp_page_faults" },
 	[SROCE_CNT_ODP_FAULT_ERRORS] = { .name = "odp_page_fault_errors" },

@@ -639,7 +639,9 @@ static int sroce_net_send(struct sroce_dev *sdev, struct sk_buff *skb,
  * own IP and UDP lengths, which the ICRC covers, and keeps the IPv4 ID at
  * 0 (SKB_GSO_TCP_FIXEDID: the ICRC covers the ID too, and DF is set). The
  * first packet must be the largest (its UDP payload is the GSO size the
- * stack checks against the MTU), and the total fits in 64 KiB.
+ * stack checks against the MTU), and the total fits in 64 KiB. While a
+ * packet tap listens on the way out, packets go one at a time
+ * (sroce_tx_tapped(), counted in tx_tapped_packets).
  */
 static unsigned int sroce_tx_burst_max = 32;
 module_param_named(tx_burst, sroce_tx_burst_max, uint, 0644);
@@ -665,6 +667,29 @@ static bool sroce_burst_fits(const struct sroce_tx_burst *b,
 	       skb_dst(skb) == skb_dst(b->head) &&
 	       sroce_udp_payload(skb) <= b->seg_len &&
 	       b->head->len + sroce_udp_payload(skb) <= SROCE_BURST_MAX_BYTES;
+}
+
+/*
+ * Does a packet tap (tcpdump, a packet socket) listen where @dev sends:
+ * on @dev, on every device, or on the peer of a device pair (veth), whose
+ * receive side hands the tap the burst as it came? A tap sees a burst as
+ * one frame, and dissectors decode only its first packet; users capture
+ * to debug, so while one listens every packet goes out on its own.
+ */
+static bool sroce_tx_tapped(struct net_device *dev)
+{
+	struct net_device *peer = NULL;
+	bool tapped;
+
+	if (dev_nit_active(dev))
+		return true;
+	if (!dev->netdev_ops->ndo_get_peer_dev)
+		return false;
+	rcu_read_lock();
+	peer = dev->netdev_ops->ndo_get_peer_dev(dev);
+	tapped = peer && dev_nit_active(peer);
+	rcu_read_unlock();
+	return tapped;
 }
 
 static void sroce_burst_add(struct sroce_tx_burst *b, struct sk_buff *skb,
@@ -765,7 +790,8 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	}
 	if (skb_dst(skb)->dev->flags & IFF_LOOPBACK) {
 		err = sroce_net_loopback(sdev, av, skb);
-	} else if (b && READ_ONCE(sroce_tx_burst_max) > 1) {
+	} else if (b && READ_ONCE(sroce_tx_burst_max) > 1 &&
+		   !sroce_tx_tapped(skb_dst(skb)->dev)) {
 		if (b->head && !sroce_burst_fits(b, skb, ipv6)) {
 			local_bh_enable();
 			sroce_net_flush(b);
@@ -775,6 +801,14 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		sroce_burst_add(b, skb, ipv6, bytes);
 		err = 0;
 	} else {
+		if (b && b->head) {
+			/* A tap came: what the burst holds goes first. */
+			local_bh_enable();
+			sroce_net_flush(b);
+			local_bh_disable();
+		}
+		if (b && READ_ONCE(sroce_tx_burst_max) > 1)
+			sroce_count(sdev, SROCE_CNT_TX_TAPPED, 1);
 		err = sroce_net_send(sdev, skb, ipv6, 1, bytes);
 	}
 	local_bh_enable();
