@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Captures show every packet. A packet tap sees a transmit burst (one
+# fraglist GSO packet) as one frame, and dissectors decode only its first
+# packet; so while a tap listens where a packet goes out (the device, all
+# devices, or a veth's peer) sroce sends each on its own and counts it
+# (tx_tapped_packets). Between sroce0 (nsA) and sroce1 (nsB):
+#   - tcpdump on vethA (the sender's own device) while RC SEND, WRITE,
+#     READ and atomics, UC WRITE and UD SEND run: one frame per packet each
+#     way (frames from each address == that device's tx_packets), nothing
+#     dropped by the capture; tshark decodes every frame as InfiniBand with
+#     no malformed packet or expert error, and finds each opcode the
+#     traffic used (SEND/WRITE/READ response first, middle, last, READ
+#     request, ACK, atomic ACK, FETCH_ADD, UC WRITE, UD SEND only);
+#   - tcpdump on vethB, the peer of the sender's device, in the other
+#     namespace: one frame per packet of sroce0's WRITE stream;
+#   - no burst while a tap listens, bursts again once it has gone.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+CAP=/tmp/sroce-capture
+TCPDUMP_PID=
+cleanup() {
+	[ -n "$TCPDUMP_PID" ] && kill "$TCPDUMP_PID" 2>/dev/null
+	sroce_reset
+}
+sroce_reset
+trap cleanup EXIT
+mkdir -p "$CAP"
+
+# capture_start NS DEV FILE: tcpdump of UDP 4791 on DEV, once it listens.
+capture_start() {
+	local i
+	: >"$CAP/tcpdump.log"
+	ip netns exec "$1" tcpdump -i "$2" -n -U -B 16384 -w "$3" udp port 4791 \
+		2>"$CAP/tcpdump.log" &
+	TCPDUMP_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		grep -q "listening on" "$CAP/tcpdump.log" && return 0
+		sleep 0.1
+	done
+	cat "$CAP/tcpdump.log"
+	return 1
+}
+
+# capture_stop FILE: stop tcpdump once it has written all it was given
+# (under TCG it drains its socket well after the traffic: stopped at
+# once, it leaves packets the filter took unwritten); nothing dropped,
+# everything the filter took written.
+capture_stop() {
+	local i size=-1 now got took
+	for ((i = 0; i < 60; i++)); do
+		now=$(stat -c %s "$1")
+		[ "$now" = "$size" ] && break
+		size=$now
+		sleep 0.5
+	done
+	kill -INT "$TCPDUMP_PID"
+	wait "$TCPDUMP_PID"
+	TCPDUMP_PID=
+	cat "$CAP/tcpdump.log"
+	got=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured$/\1/p' "$CAP/tcpdump.log")
+	took=$(sed -n 's/^\([0-9]*\) packets\{0,1\} received by filter$/\1/p' "$CAP/tcpdump.log")
+	grep -Eq "^0 packets dropped by kernel" "$CAP/tcpdump.log" &&
+	[ -n "$got" ] && [ "$got" = "$took" ]
+}
+
+# perf TEST ARGS...: a perftest pair, sroce1 serving; a result row.
+perf() {
+	local t=$1
+	shift
+	sroce_pair nsB nsA 18515 \
+		"$t" -d sroce1 -x "$SROCE_GID_B" "$@" -- \
+		"$t" -d sroce0 -x "$SROCE_GID_A" "$@" 10.77.0.2 || return 1
+	grep -qE '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client"
+}
+
+# traffic: every kind whose packets the capture must show.
+traffic() {
+	perf ib_send_bw -s 4096 -n 100 &&
+	perf ib_write_bw -s 4096 -n 200 &&
+	perf ib_read_bw -s 4096 -n 100 &&
+	perf ib_atomic_bw -n 100 &&
+	perf ib_write_bw -c UC -s 4096 -n 100 &&
+	perf ib_send_bw -c UD -s 1024 -n 100
+}
+
+# frames FILE SRC: frames of FILE from IP address SRC.
+frames() {
+	tshark -r "$1" -Y "ip.src == $2" 2>/dev/null | wc -l
+}
+
+# same_count WHAT CAPTURED SENT
+same_count() {
+	echo "$1: $2 frames captured, $3 packets sent"
+	[ "$2" -eq "$3" ] && [ "$3" -gt 0 ]
+}
+
+# opcodes FILE: the BTH opcodes tshark decodes in FILE, one per line.
+opcodes() {
+	tshark -r "$1" -T fields -e infiniband.bth.opcode 2>/dev/null | sort -un
+}
+
+# has_opcodes LIST WANT...: every WANT is a line of LIST.
+has_opcodes() {
+	local list=$1 o rc=0
+	shift
+	echo "opcodes seen: $(tr '\n' ' ' <<<"$list")"
+	for o in "$@"; do
+		grep -qx "$o" <<<"$list" || { echo "opcode $o missing"; rc=1; }
+	done
+	return $rc
+}
+
+# not_infiniband FILE: frames tshark does not decode as InfiniBand.
+not_infiniband() {
+	tshark -r "$1" -Y "!infiniband" 2>/dev/null | wc -l
+}
+
+# bad_frames FILE: malformed frames and expert errors tshark finds.
+bad_frames() {
+	tshark -r "$1" -Y '_ws.malformed || _ws.expert.severity == 8388608' 2>/dev/null |
+		wc -l
+}
+
+# no_bursts_tapped BURSTS0 TAPPED0: tx_bursts unchanged, tx_tapped_packets
+# grown.
+no_bursts_tapped() {
+	local g t
+	g=$(sroce_counter sroce0 tx_bursts) t=$(sroce_counter sroce0 tx_tapped_packets)
+	echo "sroce0 tx_bursts +$((g - $1)), tx_tapped_packets +$((t - $2))"
+	[ "$g" = "$1" ] && [ "$t" -gt "$2" ]
+}
+
+peer_tapped() {
+	local a0 a1
+	a0=$(sroce_counter sroce0 tx_packets)
+	capture_start nsB vethB "$CAP/b.pcap" || return 1
+	perf ib_write_bw -s 4096 -n 200 || return 1
+	capture_stop "$CAP/b.pcap" || return 1
+	a1=$(sroce_counter sroce0 tx_packets)
+	same_count sroce0 "$(frames "$CAP/b.pcap" 10.77.0.1)" $((a1 - a0))
+}
+
+bursts_again() {
+	local g0 g1
+	g0=$(sroce_counter sroce0 tx_bursts)
+	perf ib_write_bw -s 65536 -n 200 || return 1
+	g1=$(sroce_counter sroce0 tx_bursts)
+	echo "sroce0 tx_bursts +$((g1 - g0))"
+	[ "$g1" -gt "$g0" ]
+}
+
+tap_plan 12
+sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
+
+a0=$(sroce_counter sroce0 tx_packets) b0=$(sroce_counter sroce1 tx_packets)
+g0=$(sroce_counter sroce0 tx_bursts) t0=$(sroce_counter sroce0 tx_tapped_packets)
+tap_check "tcpdump on vethA (sroce0's device) listens" capture_start nsA vethA "$CAP/a.pcap"
+tap_check "RC SEND/WRITE/READ/atomics, UC WRITE, UD SEND under the tap" traffic
+tap_check "tcpdump on vethA dropped nothing, wrote all it took" capture_stop "$CAP/a.pcap"
+a1=$(sroce_counter sroce0 tx_packets) b1=$(sroce_counter sroce1 tx_packets)
+tap_check "vethA: one frame per packet sroce0 sent" \
+	same_count sroce0 "$(frames "$CAP/a.pcap" 10.77.0.1)" $((a1 - a0))
+tap_check "vethA: one frame per packet sroce1 sent" \
+	same_count sroce1 "$(frames "$CAP/a.pcap" 10.77.0.2)" $((b1 - b0))
+# RC: 0-2 SEND first/middle/last, 6-8 WRITE, 12 READ request, 13-15 READ
+# response, 17 ACK, 18 atomic ACK, 20 FETCH_ADD; UC (0x20 +) 38-40 WRITE;
+# UD (0x60 +) 100 SEND only.
+tap_check "tshark: every opcode the traffic used" \
+	has_opcodes "$(opcodes "$CAP/a.pcap")" 0 1 2 6 7 8 12 13 14 15 17 18 20 38 39 40 100
+tap_eq "tshark: every frame decoded as InfiniBand" "$(not_infiniband "$CAP/a.pcap")" 0
+tap_eq "tshark: no malformed frame, no expert error" "$(bad_frames "$CAP/a.pcap")" 0
+tap_check "sroce0 sent no burst while the tap listened, and counted its packets" \
+	no_bursts_tapped "$g0" "$t0"
+
+# The tap on the other end of the veth, in the other namespace.
+tap_check "tcpdump on vethB (the peer of sroce0's device): one frame per packet of a WRITE stream" \
+	peer_tapped
+tap_check "no tap: ib_write_bw sends in bursts again" bursts_again
+tap_check "nothing malformed, corrupt or unrouted" sroce_nothing_malformed
+tap_done
