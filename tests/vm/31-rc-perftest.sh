@@ -56,9 +56,9 @@ done
 
 # Doorbells per message of a streaming writer: ib_write_bw keeps its TX
 # depth of writes posted, so the requester should find the next one queued
-# and need no doorbell. DEBUG_MAX: the bound on the debug kernel.
-streaming_doorbells() { # N SIZE DEBUG_MAX
-	local n=$1 size=$2 debug_max=$3 db0 db1 st0 st1 ratio max=0.05
+# and need no doorbell. MAX: the bound (DEBUG_MAX on the debug kernel).
+streaming_doorbells() { # N SIZE MAX DEBUG_MAX
+	local n=$1 size=$2 max=$3 debug_max=$4 db0 db1 st0 st1 ratio
 
 	sroce_debug_kernel && max=$debug_max
 	db0=$(sroce_counter sroce0 doorbells)
@@ -74,15 +74,20 @@ streaming_doorbells() { # N SIZE DEBUG_MAX
 		awk -v r="$ratio" -v m="$max" 'BEGIN { exit !(r <= m) }'
 }
 
-# A stream of small writes is a doorbell within 20 us of the requester
-# going idle: the debug kernel posts too slowly for that, so there it
-# only has to stay within one doorbell per message. A 1 MiB write goes to
-# a worker after its first packets whatever the kernel's speed (run in the
-# doorbell's call, it was a stop-and-wait: one doorbell per message).
+# A stream of small writes rings a doorbell only when the requester has
+# gone idle for 20 us before the next post: how often that happens is a
+# matter of timing (a quiet host gives 0.002-0.005 per message, make
+# bench; the test VM beside other work has given 0.09 and 0.27), so here
+# the check is that it is a stream at all: fewer than half the messages
+# rang (a requester idle after each message would ring for each). The
+# debug kernel posts too slowly even for that: within one doorbell per
+# message. A 1 MiB write goes to a worker after its first packets
+# whatever the kernel's speed (run in the doorbell's call, it was a
+# stop-and-wait: one doorbell per message).
 nsmall=20000 nlarge=200
 sroce_debug_kernel && nsmall=2000 nlarge=40
-streaming_doorbells "$nsmall" 4096 1
-streaming_doorbells "$nlarge" 1048576 0.05
+streaming_doorbells "$nsmall" 4096 0.5 1
+streaming_doorbells "$nlarge" 1048576 0.05 0.05
 
 # A ping-pong is no stream, however short its round trip: each post
 # answers the peer's message and runs in the doorbell's call. Its reply
