@@ -496,11 +496,12 @@ void conn_free(conn &c)
 
 // ---- posting ----------------------------------------------------------------
 
-int post(ibv_qp *qp, uint64_t wr_id, ibv_wr_opcode op, const region &l, size_t loff,
-	 uint32_t len, uint64_t raddr = 0, uint32_t rkey = 0, uint64_t cmp_add = 0,
-	 uint64_t swap = 0)
+// One signaled work request with one SGE.
+int post_sge(ibv_qp *qp, uint64_t wr_id, ibv_wr_opcode op, uint64_t laddr, uint32_t lkey,
+	     uint32_t len, uint64_t raddr = 0, uint32_t rkey = 0, uint64_t add = 0,
+	     uint64_t swap = 0)
 {
-	ibv_sge sge = {l.addr(loff), len, l.lkey()};
+	ibv_sge sge = {laddr, len, lkey};
 	ibv_send_wr wr = {};
 	ibv_send_wr *bad;
 	wr.wr_id = wr_id;
@@ -511,13 +512,20 @@ int post(ibv_qp *qp, uint64_t wr_id, ibv_wr_opcode op, const region &l, size_t l
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
 		wr.wr.atomic.remote_addr = raddr;
 		wr.wr.atomic.rkey = rkey;
-		wr.wr.atomic.compare_add = cmp_add;
+		wr.wr.atomic.compare_add = add;
 		wr.wr.atomic.swap = swap;
 	} else if (op != IBV_WR_SEND) {
 		wr.wr.rdma.remote_addr = raddr;
 		wr.wr.rdma.rkey = rkey;
 	}
 	return ibv_post_send(qp, &wr, &bad);
+}
+
+int post(ibv_qp *qp, uint64_t wr_id, ibv_wr_opcode op, const region &l, size_t loff,
+	 uint32_t len, uint64_t raddr = 0, uint32_t rkey = 0, uint64_t cmp_add = 0,
+	 uint64_t swap = 0)
+{
+	return post_sge(qp, wr_id, op, l.addr(loff), l.lkey(), len, raddr, rkey, cmp_add, swap);
 }
 
 int post_recv(ibv_qp *qp, uint64_t wr_id, const region &l, size_t loff, uint32_t len)
@@ -2395,31 +2403,6 @@ long status_kb(const char *key)
 	if (f)
 		fclose(f);
 	return v;
-}
-
-// One signaled work request from A's QP with one SGE.
-int post_sge(ibv_qp *qp, uint64_t wr_id, ibv_wr_opcode op, uint64_t laddr, uint32_t lkey,
-	     uint32_t len, uint64_t raddr = 0, uint32_t rkey = 0, uint64_t add = 0,
-	     uint64_t swap = 0)
-{
-	ibv_sge sge = {laddr, len, lkey};
-	ibv_send_wr wr = {};
-	ibv_send_wr *bad;
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
-		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = rkey;
-		wr.wr.atomic.compare_add = add;
-		wr.wr.atomic.swap = swap;
-	} else {
-		wr.wr.rdma.remote_addr = raddr;
-		wr.wr.rdma.rkey = rkey;
-	}
-	return ibv_post_send(qp, &wr, &bad);
 }
 
 // @n bytes at @p equal those at @q; the first difference as a failure.

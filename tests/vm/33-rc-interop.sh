@@ -5,9 +5,10 @@
 # one guest: rxe0 on vethA in init_net (the only place rxe 6.12 works),
 # sroce1 on vethB in nsB. Each side serves in turn: ibv_rc_pingpong at
 # 1 B, 4 KiB and 1 MiB with the data checked, sroce_integrity (all ops,
-# every byte), and perftest send/write/read/atomic bandwidth and
-# latency, each with the ibv_wr_* API and with --use_old_post_send, and
-# IBTA 1.5's ATOMIC WRITE each way (sroce_rc_errors -o awrite); then
+# every byte; again with sroce's MRs on demand), and perftest
+# send/write/read/atomic bandwidth and latency, each with the ibv_wr_* API
+# and with --use_old_post_send, and IBTA 1.5's ATOMIC WRITE each way
+# (sroce_rc_errors -o awrite); then
 # at MTU 9000 (path MTU 4096) pingpong, integrity and the bandwidths.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,6 +44,24 @@ integrity() {
 		"$SROCE_PAIR_DIR/client"
 }
 
+# integrity_odp rxe|sroce ODP_SIDE: sroce_integrity with the MRs of the
+# ODP_SIDE's process (rxe or sroce) on demand, the other side's pinned.
+# rdma_rxe's own ODP (6.15 on) is not run here yet: on 7.2 the data rxe
+# sent from and received into its ODP MRs came out wrong; whether rxe does
+# that on its own (rxe to rxe) is still to be checked.
+integrity_odp() {
+	local odp=$2 s_args=() c_args=()
+	sroce_rxe_sides "$1"
+	[ "${S_DEV%%[0-9]*}" = "$odp" ] && s_args=(--odp)
+	[ "${C_DEV%%[0-9]*}" = "$odp" ] && c_args=(--odp)
+	sroce_pair "$S_NS" "$C_NS" 18525 \
+		"$BIN" -s -d "$S_DEV" -g "$S_GID" -w 60 "${s_args[@]}" -- \
+		"$BIN" -c "$S_IP" -d "$C_DEV" -g "$C_GID" -w 60 --quick "${c_args[@]}" &&
+	tail -n 1 "$SROCE_PAIR_DIR/client" &&
+	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
+		"$SROCE_PAIR_DIR/client"
+}
+
 # 1000 iterations (perftest's bandwidth default is 5000); 200 on the debug
 # kernel (KASAN, lockdep: several times slower).
 iters=(-n 1000)
@@ -72,13 +91,15 @@ awrite() {
 		-b "$S_DEV" -B "$S_GID" -o awrite
 }
 
-tap_plan 56
+tap_plan 58
 sroce_rxe_pair || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
 for server in rxe sroce; do
 	for size in 1 4096 1048576; do
 		tap_check "$server serves: ibv_rc_pingpong $size B" pingpong "$server" "$size"
 	done
 	tap_check "$server serves: sroce_integrity, all ops" integrity "$server"
+	tap_check "$server serves: sroce_integrity, sroce's MRs on demand (--odp)" \
+		integrity_odp "$server" sroce
 	for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
 		 ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
 		tap_check "$server serves: $t" perf "$server" "$t"

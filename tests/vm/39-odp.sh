@@ -86,10 +86,7 @@ integrity() {
 # whose pages the loop worker's cgroup holds, not ours.
 SWAPDEV=
 memcg_ready() {
-	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
-	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control ||
-		echo +memory >/sys/fs/cgroup/cgroup.subtree_control || return 1
-	mkdir -p "$CG" && echo $((40 << 20)) >"$CG/memory.max" || return 1
+	sroce_memcg "$CG" && echo $((40 << 20)) >"$CG/memory.max" || return 1
 	if modprobe zram num_devices=1 2>/dev/null; then
 		SWAPDEV=/dev/zram0
 		echo 512M >/sys/block/zram0/disksize || return 1
@@ -106,14 +103,26 @@ memcg_ready() {
 # 35 MiB of ODP buffers (8 slots for transfers up to 4 MiB): the run
 # completes only if their pages are reclaimed and faulted back under
 # traffic, every byte checked.
+#
+# Transparent huge pages off meanwhile: in a cgroup of 40 MiB every 2 MiB
+# fault of the tools' own memset() clears and reclaims a huge page, which
+# under TCG once held a CPU for 26 s (a soft lockup report, in the
+# page allocator, nowhere near sroce); what this point is about is the
+# reclaim of ODP MRs' pages.
+THP=/sys/kernel/mm/transparent_hugepage/enabled
 integrity_memcg() {
 	local bin=$SROCE_BIN/sroce_integrity args=(--odp --max-size 4m --random 4 --max-bytes 16m -w 600)
+	local thp rc=0
+	thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$THP")
+	echo never >"$THP" || return 1
 	(
 		echo "$BASHPID" >"$CG/cgroup.procs" || exit 1
 		sroce_pair nsB nsA 18525 \
 			"$bin" -s -d sroce1 -g "$SROCE_GID_B" "${args[@]}" -- \
 			"$bin" -c 10.77.0.2 -d sroce0 -g "$SROCE_GID_A" "${args[@]}"
-	) || return 1
+	) || rc=1
+	echo "${thp:-always}" >"$THP"
+	[ "$rc" = 0 ] || return 1
 	tail -n 3 "$SROCE_PAIR_DIR/client"
 	echo "cgroup: $(grep -E '^(pgsteal|pgmajfault|workingset_refault_anon) ' "$CG/memory.stat" | tr '\n' ' ')"
 	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
@@ -163,10 +172,5 @@ tap_check "ib_write_lat --odp -s 4096" perf ib_write_lat -s 4096
 tap_check "ib_read_lat --odp -s 4096" perf ib_read_lat -s 4096
 
 tap_check "nothing malformed, corrupt or unrouted" \
-	bash -c 'for d in sroce0 sroce1; do
-		for c in rx_drop_malformed rx_drop_icrc rx_drop_no_qp tx_errors; do
-			v=$(cat /sys/class/infiniband/$d/ports/1/hw_counters/$c)
-			echo "$d $c $v"; [ "$v" = 0 ] || exit 1
-		done
-	done'
+	sroce_nothing_malformed
 tap_done

@@ -28,15 +28,6 @@ trap cleanup EXIT
 
 QPS=8 LIMITED=24 LIMIT=$((48 << 20))
 
-# cgroup v2 with the memory controller for children of the root.
-cgroup_ready() {
-	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
-	grep -qw memory /sys/fs/cgroup/cgroup.controllers || return 1
-	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control ||
-		echo +memory >/sys/fs/cgroup/cgroup.subtree_control || return 1
-	mkdir -p "$CG"
-}
-
 # qpalloc N OUT: sroce_qpalloc in the cgroup; holds its QPs until $D/go
 # exists, meanwhile the caller reads the cgroup. Prints memory.current
 # with the QPs held to $D/current.
@@ -61,7 +52,7 @@ qpalloc() {
 tap_plan 5
 mkdir -p "$D"
 sroce_single_device || tap_bail "set-up: sroce0 on vethA"
-tap_check "cgroup v2 with the memory controller" cgroup_ready || tap_bail "no memory cgroup"
+tap_check "cgroup v2 with the memory controller" sroce_memcg "$CG" || tap_bail "no memory cgroup"
 
 echo max >"$CG/memory.max"
 base=$(cat "$CG/memory.current")

@@ -275,6 +275,32 @@ sroce_clean_from_rxe() {
 	done
 }
 
+# sroce_memcg DIR: cgroup v2 mounted, the memory controller enabled for
+# the root's children, and the cgroup DIR made.
+sroce_memcg() {
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup || return 1
+	grep -qw memory /sys/fs/cgroup/cgroup.controllers || return 1
+	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control ||
+		echo +memory >/sys/fs/cgroup/cgroup.subtree_control || return 1
+	mkdir -p "$1"
+}
+
+# sroce_nothing_malformed [DEV...]: no packet reached DEV (default sroce0
+# and sroce1) malformed, with a bad ICRC or for no QP, and none failed to
+# go out; each counter printed.
+sroce_nothing_malformed() {
+	local d c v rc=0
+	[ $# -gt 0 ] || set -- sroce0 sroce1
+	for d in "$@"; do
+		for c in rx_drop_malformed rx_drop_icrc rx_drop_no_qp tx_errors; do
+			v=$(cat "/sys/class/infiniband/$d/ports/1/hw_counters/$c")
+			echo "$d $c $v"
+			[ "$v" = 0 ] || rc=1
+		done
+	done
+	return $rc
+}
+
 # Print the GID index once ib_core has added it (up to 10 s).
 sroce_wait_gid() {
 	local i
