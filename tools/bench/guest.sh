@@ -6,7 +6,8 @@
 # carries every transport, at each MTU in turn:
 #
 #   sroce  vethA in nsA, vethB in nsB, sroce0 and sroce1 on them
-#          (two sroce devices in one namespace cannot reach each other)
+#          (two sroce devices in one namespace cannot reach each other);
+#          64 KiB ib_write_bw and ib_read_bw also with --odp
 #   tcp    iperf3, one stream, nsA -> nsB over the same ends
 #   rxe    both ends moved back to init_net (rdma_rxe 6.12 routes and
 #          receives only there), rxe0 and rxe1 on them; policy routing sends
@@ -236,9 +237,10 @@ header() {
 	for kv in "$@"; do echo "# $kv" >>"$f"; done
 }
 
-# perf TRANSPORT MTU ROUND TEST SIZE QPS: server on B, client on A.
+# perf TRANSPORT MTU ROUND TEST SIZE QPS [odp]: server on B, client on A;
+# with "odp", every MR of both ends on demand (perftest --odp).
 perf() {
-	local tr=$1 mtu=$2 r=$3 t=$4 size=$5 q=$6 args f rc
+	local tr=$1 mtu=$2 r=$3 t=$4 size=$5 q=$6 variant=${7:-} args f rc
 	# -Q 1: a completion for every message. In duration mode perftest
 	# counts completions in the measured window times the CQ moderation,
 	# which is 100 for ib_send_bw by default: a 2 s window of 1 MiB sends
@@ -249,9 +251,10 @@ perf() {
 	*) args=(-s "$size" -q "$q" -D "$dur" -f "$margin" --cpu_util -Q 1) ;;
 	esac
 	args+=(-F)
-	f=$raw/$tr-m$mtu-r$r-$t-s$size-q$q.txt
+	[ "$variant" = odp ] && args+=(--odp)
+	f=$raw/$tr-m$mtu-r$r-$t-s$size-q$q${variant:+-$variant}.txt
 	header "$f" kind=perftest transport="$tr" mtu="$mtu" round="$r" test="$t" \
-		size="$size" qps="$q" duration="$dur" margin="$margin" ncpu="$ncpu" \
+		size="$size" qps="$q" variant="$variant" duration="$dur" margin="$margin" ncpu="$ncpu" \
 		"args=${args[*]}" "stat0=$(procstat)" "counters0=$(counters)" \
 		"t0=$EPOCHREALTIME"
 	profile_start "$tr-m$mtu"
@@ -354,6 +357,12 @@ perftests() {
 	done
 	perf "$tr" "$mtu" "$r" ib_atomic_bw 8 1
 	for q in $qps; do perf "$tr" "$mtu" "$r" ib_write_bw 65536 "$q"; done
+	# On-demand paging beside the pinned figures (rdma_rxe 6.12 has none):
+	# perftest touches its buffers before it measures, so this is the cost
+	# of ODP with the pages resident.
+	if [ "$tr" = sroce ]; then
+		for t in ib_write_bw ib_read_bw; do perf "$tr" "$mtu" "$r" "$t" 65536 1 odp; done
+	fi
 	for t in ib_send_lat ib_write_lat ib_read_lat; do
 		for s in $lat_sizes; do perf "$tr" "$mtu" "$r" "$t" "$s" 1; done
 	done

@@ -356,6 +356,8 @@ def config_key(h):
     t = h['test']
     if h['kind'] != 'perftest':
         return (t, 0, 1)
+    if h.get('variant') == 'odp':
+        t += ' --odp'
     return (t, int(h['size']), int(h.get('qps', 1)))
 
 
@@ -378,6 +380,10 @@ TEST_ORDER = ('ib_send_bw', 'ib_write_bw', 'ib_read_bw', 'ib_atomic_bw', 'ib_sen
 def config_order(cfg):
     t, size, q = cfg
     return (TEST_ORDER.index(t) if t in TEST_ORDER else 99, q, size)
+
+
+def is_odp(cfg):
+    return cfg[0].endswith(' --odp')
 
 
 def collect(raw_dir):
@@ -460,6 +466,16 @@ def figures(data):
                 rows.append({'mtu': mtu, 'transport': tr, 'config': cfg,
                              'metric': f'x of -q 1', 'median': this / base, 'min': None,
                              'max': None, 'n': None, 'vs_rxe': None})
+    # On-demand paging: the --odp run over the same run with pinned MRs.
+    for (mtu, tr, cfg) in list(data):
+        if is_odp(cfg):
+            pinned = (cfg[0][:-len(' --odp')],) + cfg[1:]
+            base = ref(mtu, tr, pinned, 'MiB/s')
+            this = ref(mtu, tr, cfg, 'MiB/s')
+            if base and this:
+                rows.append({'mtu': mtu, 'transport': tr, 'config': cfg,
+                             'metric': 'x of pinned', 'median': this / base, 'min': None,
+                             'max': None, 'n': None, 'vs_rxe': None})
     return rows
 
 
@@ -537,6 +553,8 @@ def table(rows, info=''):
     for mtu in mtus:
         cfgs = sorted({r['config'] for r in rows if r['mtu'] == mtu
                        and r['transport'] in ('sroce', 'rxe')}, key=config_order)
+        odp = [c for c in cfgs if is_odp(c)]
+        cfgs = [c for c in cfgs if not is_odp(c)]
         bw = [c for c in cfgs if not c[0].endswith('_lat')]
         lat = [c for c in cfgs if c[0].endswith('_lat')]
         body = []
@@ -559,6 +577,20 @@ def table(rows, info=''):
             out += render(f'MTU {mtu}: bandwidth (MiB/s)',
                           ('', 'sroce', 'rdma_rxe', 'vs rxe', 'vs TCP', 'vs memcpy',
                            'sroce Mpps', 'rxe Mpps', 'sroce vs -q 1', 'rxe vs -q 1'), body)
+        body = []
+        for c in odp:
+            pinned = (c[0][:-len(' --odp')],) + c[1:]
+            x = get(mtu, 'sroce', c, 'x of pinned')
+            body.append((config_label(c), spread(get(mtu, 'sroce', c, 'MiB/s')),
+                         spread(get(mtu, 'sroce', pinned, 'MiB/s')),
+                         fmt_ratio(x['median']) if x else '-',
+                         spread(get(mtu, 'sroce', c, 'CPU s/GB')),
+                         spread(get(mtu, 'sroce', pinned, 'CPU s/GB'))))
+        if body:
+            out += render(f'MTU {mtu}: on-demand paging (sroce, every MR --odp, pages '
+                          'resident)',
+                          ('', 'ODP MiB/s', 'pinned MiB/s', 'ODP vs pinned', 'ODP CPU s/GB',
+                           'pinned CPU s/GB'), body)
         body = []
         for c in lat:
             st, xt = get(mtu, 'sroce', c, 't_typical'), get(mtu, 'rxe', c, 't_typical')
@@ -752,8 +784,16 @@ def self_test(samples):
     check('ratio to TCP', r and abs(r[0]['vs_tcp'] - 0.93 / (1.2e9 / 8 / MIB)) < 1e-9)
     check('failed run left out', data[(1500, 'rxe', ('ib_send_bw', 64, 1))]['MiB/s'] == [0.31])
     check('table renders', 'ib_send_bw 64 B' in table(rows))
+    o = [x for x in rows if x['config'] == ('ib_send_bw --odp', 64, 1)
+         and x['metric'] == 'x of pinned']
+    check('--odp run: its own figures, ratio to the pinned median',
+          data[(1500, 'sroce', ('ib_send_bw --odp', 64, 1))]['MiB/s'] == [0.62]
+          and o and abs(o[0]['median'] - 0.62 / 0.93) < 1e-9)
+    t = table(rows)
+    check('--odp run in the ODP table only', 'on-demand paging' in t and '0.67x' in t
+          and t.count('ib_send_bw --odp 64 B') == 1)
     check('failed runs named', run_status(os.path.join(samples, 'raw')) ==
-          (7, ['rxe-m1500-r2-ib_send_bw-s64-q1']))
+          (8, ['rxe-m1500-r2-ib_send_bw-s64-q1']))
     print(f'1..{n}')
     return 1 if fails else 0
 
