@@ -32,13 +32,22 @@ pingpong() {
 	grep -Eq "^$((2 * n * size)) bytes in" "$SROCE_PAIR_DIR/client"
 }
 
-# integrity rxe|sroce [ARGS...]
+# integrity rxe|sroce [ARGS...]: sroce_integrity, ARGS on both sides.
 integrity() {
+	integrity_with "$1" "" "" "${@:2}"
+}
+
+# integrity_with rxe|sroce S_ARG C_ARG [ARGS...]: S_ARG (one word, or
+# "") for the server only, C_ARG for the client only.
+integrity_with() {
+	local s_x=() c_x=()
 	sroce_rxe_sides "$1"
-	shift
+	[ -n "$2" ] && s_x=("$2")
+	[ -n "$3" ] && c_x=("$3")
+	shift 3
 	sroce_pair "$S_NS" "$C_NS" 18525 \
-		"$BIN" -s -d "$S_DEV" -g "$S_GID" -w 60 "$@" -- \
-		"$BIN" -c "$S_IP" -d "$C_DEV" -g "$C_GID" -w 60 --quick "$@" &&
+		"$BIN" -s -d "$S_DEV" -g "$S_GID" -w 60 "${s_x[@]}" "$@" -- \
+		"$BIN" -c "$S_IP" -d "$C_DEV" -g "$C_GID" -w 60 --quick "${c_x[@]}" "$@" &&
 	tail -n 1 "$SROCE_PAIR_DIR/client" &&
 	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
 		"$SROCE_PAIR_DIR/client"
@@ -50,16 +59,11 @@ integrity() {
 # sent from and received into its ODP MRs came out wrong; whether rxe does
 # that on its own (rxe to rxe) is still to be checked.
 integrity_odp() {
-	local odp=$2 s_args=() c_args=()
+	local s="" c=""
 	sroce_rxe_sides "$1"
-	[ "${S_DEV%%[0-9]*}" = "$odp" ] && s_args=(--odp)
-	[ "${C_DEV%%[0-9]*}" = "$odp" ] && c_args=(--odp)
-	sroce_pair "$S_NS" "$C_NS" 18525 \
-		"$BIN" -s -d "$S_DEV" -g "$S_GID" -w 60 "${s_args[@]}" -- \
-		"$BIN" -c "$S_IP" -d "$C_DEV" -g "$C_GID" -w 60 --quick "${c_args[@]}" &&
-	tail -n 1 "$SROCE_PAIR_DIR/client" &&
-	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
-		"$SROCE_PAIR_DIR/client"
+	[ "${S_DEV%%[0-9]*}" = "$2" ] && s=--odp
+	[ "${C_DEV%%[0-9]*}" = "$2" ] && c=--odp
+	integrity_with "$1" "$s" "$c"
 }
 
 # 1000 iterations (perftest's bandwidth default is 5000); 200 on the debug
