@@ -10,7 +10,8 @@
 #        repo          9p read-write (cache=mmap) at the same path
 #        state dir     9p read-write  -> /run/vm (config, cmd, started, status)
 #        ttyS0         kernel console -> klog file
-#        hvc0          command stdout+stderr -> our stdout (prefixed in run2)
+#        hvc0          command stdout+stderr -> a file, followed to our stdout
+#                      (prefixed in run2)
 #   3. waits for the commands, with a hard timeout, and boots again once if a
 #      guest died before its command started (rare TCG boot crashes),
 #   4. scans the kernel logs for the patterns in tools/vm/klog-patterns,
@@ -311,7 +312,7 @@ vm_qemu_args() {
 		-append "console=ttyS0 panic=-1 rdinit=/init $VM_APPEND"
 		-chardev "file,id=klog,path=$st/klog.txt" -serial chardev:klog
 		-device virtio-serial-pci
-		-chardev "file,id=out,path=$st/out.fifo" -device virtconsole,chardev=out
+		-chardev "file,id=out,path=$st/out.txt" -device virtconsole,chardev=out
 		-fsdev local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap
 		-device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot
 		-fsdev "local,id=fsstate,path=$st,security_model=none,multidevs=remap"
@@ -333,23 +334,23 @@ vm_qemu_args() {
 }
 
 # Start guest $1 (QEMU + console reader [+ klog follower]) in the background.
+# The console (virtconsole) goes to a regular file, which the reader follows
+# until QEMU has exited: QEMU drops what a console's backend does not take
+# at once (it throttles only other virtio-serial ports), and a pipe whose
+# reader lags behind a busy host once lost a guest's TAP totals that way.
 vm_start_guest() {
 	local i=$1 netdev=$2 st=${G_STATE[$1]} prefix=""
-	rm -f "$st/started" "$st/status" "$st/status.tmp" "$st/timedout" "$st/out.fifo"
-	mkfifo "$st/out.fifo"
+	rm -f "$st/started" "$st/status" "$st/status.tmp" "$st/timedout" "$st/out.txt"
+	: >"$st/out.txt"
 	: >"$st/klog.txt"
 	[ -n "${G_LABEL[i]}" ] && prefix="[${G_LABEL[i]}] "
-	# The reader gets EOF when QEMU closes the console at exit.
-	if [ -n "$prefix" ]; then
-		sed -u "s/^/$prefix/" <"$st/out.fifo" &
-	else
-		cat <"$st/out.fifo" &
-	fi
-	G_RPID[i]=$!
 	vm_qemu_args "$i" "$netdev"
 	printf '%q ' "${VM_QARGS[@]}" >"$st/qemu.cmdline"
 	"${VM_QARGS[@]}" </dev/null >"$st/qemu.log" 2>&1 &
 	G_QPID[i]=$!
+	# tail reads to the end once more after QEMU is gone, then exits.
+	tail -n +1 -s 0.2 -f --pid="${G_QPID[i]}" "$st/out.txt" | sed -u "s/^/$prefix/" &
+	G_RPID[i]=$!
 	G_TPID[i]=""
 	if [ "$VM_VERBOSE" = 1 ]; then
 		tail -n +1 -F --pid="${G_QPID[i]}" "$st/klog.txt" 2>/dev/null | sed -u "s/\r//; s/^/${prefix}[klog] /" >&2 &
@@ -373,15 +374,10 @@ vm_stop_guest() {
 	fi
 	[ -n "${G_QPID[i]:-}" ] && { wait "${G_QPID[i]}" 2>/dev/null || true; }
 	G_QPID[i]=""
-	# A reader still blocked in open() (QEMU never opened the fifo) is released
-	# by a writer that comes and goes; one with data left drains and sees EOF.
+	# The reader (tail --pid) finishes the file within 0.2 s of QEMU's exit.
 	if [ -n "${G_RPID[i]:-}" ]; then
-		for n in $(seq 20); do kill -0 "${G_RPID[i]}" 2>/dev/null || break; sleep 0.1; done
-		if kill -0 "${G_RPID[i]}" 2>/dev/null; then
-			{ exec {fd}<>"$st/out.fifo" && exec {fd}>&-; } 2>/dev/null || true
-			sleep 0.2
-			kill "${G_RPID[i]}" 2>/dev/null || true
-		fi
+		for n in $(seq 30); do kill -0 "${G_RPID[i]}" 2>/dev/null || break; sleep 0.1; done
+		kill "${G_RPID[i]}" 2>/dev/null || true
 		wait "${G_RPID[i]}" 2>/dev/null || true
 		G_RPID[i]=""
 	fi
