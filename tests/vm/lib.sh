@@ -83,10 +83,16 @@ _tap_show_output() {
 	return 0
 }
 
+# A point that takes longer than TAP_SLOW seconds says so (CI keeps the
+# logs: where a script's time went is found there, not by a rerun).
+TAP_SLOW=${TAP_SLOW:-30}
+
 tap_check() {
-	local desc=$1 rc=0
+	local desc=$1 rc=0 t0=$SECONDS
 	shift
 	"$@" >"$TAP_OUT" 2>&1 </dev/null || rc=$?
+	[ $((SECONDS - t0)) -le "$TAP_SLOW" ] ||
+		tap_diag "slow: $((SECONDS - t0)) s for: $desc"
 	if [ "$rc" -eq 0 ]; then
 		ok "$desc"
 		[ "${TAP_VERBOSE:-0}" != 1 ] || _tap_show_output
