@@ -123,6 +123,7 @@ struct sroce_dev {
 	struct net_device *ndev;
 	netdevice_tracker ndev_tracker;
 	int ifindex;
+	bool roce_v1;			/* v1 GIDs and framing beside v2 */
 	struct sroce_netns *netns;	/* UDP sockets of ndev's namespace */
 
 	struct list_head list;		/* on sroce_dev_list, under its mutex */
@@ -183,7 +184,7 @@ struct sroce_av {
 	union ib_gid sgid;
 	union ib_gid dgid;
 	u8 dmac[ETH_ALEN];
-	u8 network_type;		/* RDMA_NETWORK_IPV4 / _IPV6 */
+	u8 network_type;		/* RDMA_NETWORK_IPV4, _IPV6, _ROCE_V1 */
 	u8 sgid_index;
 	u8 traffic_class;
 	u8 hop_limit;
@@ -786,7 +787,8 @@ enum sroce_crc_engine sroce_crc_engine(void);
 bool sroce_crc_have_shash(void);
 u32 sroce_crc32_with(enum sroce_crc_engine engine, u32 crc, const void *p,
 		     size_t len);
-u32 sroce_icrc(struct sk_buff *skb, const void *l3, bool ipv6, const u8 *bth,
+u32 sroce_icrc(struct sk_buff *skb, const void *l3,
+	       enum rdma_network_type net, const u8 *bth,
 	       unsigned int hdr_len, unsigned int payload_off,
 	       unsigned int payload_len);
 

@@ -3,7 +3,8 @@
  * sroce: address handles.
  *
  * An AH holds an address vector (struct sroce_av): everything a UD send
- * needs to build the Ethernet/IP/UDP headers. User UD WQEs name their AH
+ * needs to build its headers (IP/UDP for RoCE v2, Ethernet and GRH for
+ * v1). User UD WQEs name their AH
  * by number (struct sroce_create_ah_resp); the requester finds the AV
  * under RCU in sdev->ah_xa. The AV is a separate allocation freed after a
  * grace period, because ib_core frees the ib_ah itself as soon as
@@ -17,7 +18,12 @@
 
 #include "sroce.h"
 
-/* Fill @av from @attr; only RoCE v2 (IPv4 or IPv6) GIDs are carried. */
+/*
+ * Fill @av from @attr. The source GID's type chooses the framing: RoCE v2
+ * (IPv4 or IPv6, by the GID) or RoCE v1 (a GRH in an Ethernet frame, to
+ * the MAC ib_core resolved into attr->roce.dmac). A device without v1 has
+ * no v1 GID for an attribute to name.
+ */
 int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr)
 {
 	const struct ib_global_route *grh = rdma_ah_read_grh(attr);
@@ -27,11 +33,13 @@ int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr)
 	if (attr->type != RDMA_AH_ATTR_TYPE_ROCE ||
 	    !(rdma_ah_get_ah_flags(attr) & IB_AH_GRH) || !sgid_attr)
 		return -EINVAL;
-	if (sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+	if (sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP &&
+	    sgid_attr->gid_type != IB_GID_TYPE_ROCE)
 		return -EOPNOTSUPP;
 
 	type = rdma_gid_attr_network_type(sgid_attr);
-	if (type != RDMA_NETWORK_IPV4 && type != RDMA_NETWORK_IPV6)
+	if (type != RDMA_NETWORK_IPV4 && type != RDMA_NETWORK_IPV6 &&
+	    type != RDMA_NETWORK_ROCE_V1)
 		return -EINVAL;
 
 	memset(av, 0, sizeof(*av));

@@ -218,12 +218,29 @@ static int sroce_modify_device(struct ib_device *ibdev, int mask,
 	return 0;
 }
 
+/*
+ * RoCE v1 beside v2. With it, ib_core fills the GID table with a v1 and a
+ * v2 entry for each address (index 0 v1 fe80::, 1 v2 fe80::, then a pair
+ * per address, as on hardware RoCE NICs), and the GID a QP or AH names
+ * chooses its framing. Off by default: the v2 IPv4 GID then keeps index
+ * 1, as on rdma_rxe, which scripts and guides assume. Read when a device
+ * is created (ib_core reads the port's capabilities once).
+ */
+static bool sroce_roce_v1;
+module_param_named(roce_v1, sroce_roce_v1, bool, 0644);
+MODULE_PARM_DESC(roce_v1,
+		 "devices created from now on speak RoCE v1 (ethertype 0x8915) beside v2, with v1 GIDs in their tables (default: off, v2 only)");
+
 static int sroce_get_port_immutable(struct ib_device *ibdev, u32 port_num,
 				    struct ib_port_immutable *immutable)
 {
+	struct sroce_dev *sdev = to_sdev(ibdev);
+
 	immutable->pkey_tbl_len = SROCE_MAX_PKEYS;
 	immutable->gid_tbl_len = SROCE_MAX_GID_TBL;
 	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	if (sdev->roce_v1)
+		immutable->core_cap_flags |= RDMA_CORE_PORT_IBA_ROCE;
 	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
@@ -521,6 +538,7 @@ int sroce_dev_create(const char *ibdev_name, struct net_device *ndev)
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	sroce_dev_init_ib(sdev);
 	sdev->ifindex = ndev->ifindex;
+	sdev->roce_v1 = READ_ONCE(sroce_roce_v1);
 	INIT_LIST_HEAD(&sdev->list);
 	spin_lock_init(&sdev->port_lock);
 	xa_init_flags(&sdev->pd_xa, XA_FLAGS_ALLOC);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * sroce: the invariant CRC of a RoCEv2 packet (IBTA annex A17.3.3).
+ * sroce: the invariant CRC of a RoCE packet (IBTA annex A17.3.3 for
+ * RoCE v2; annex A16 for v1, where the GRH takes the IP header's place
+ * and there is no UDP header).
  *
  * The ICRC is a CRC-32 (the Ethernet polynomial, reflected) over a
  * pseudo-packet: eight 0xff bytes standing for the masked LRH, the IP
@@ -294,8 +296,10 @@ static u32 sroce_crc_skb(u32 crc, struct sk_buff *skb, unsigned int off,
  * sroce_icrc - compute the ICRC of a packet
  * @skb: the packet; the IP, UDP and transport headers are in its linear
  *	part, the payload anywhere
- * @l3: the IP header
- * @ipv6: @l3 is an IPv6 header (else IPv4 without options)
+ * @l3: the IP header (RoCE v2), or the GRH (RoCE v1)
+ * @net: RDMA_NETWORK_IPV4 (@l3 is IPv4 without options, then UDP),
+ *	RDMA_NETWORK_IPV6 (IPv6, then UDP) or RDMA_NETWORK_ROCE_V1 (a GRH,
+ *	whose fields routers change are masked as IPv6's; no UDP)
  * @bth: the transport headers (hdr_len bytes, linear)
  * @hdr_len: bytes of transport headers from the BTH
  * @payload_off: offset of the payload from skb->data
@@ -303,21 +307,23 @@ static u32 sroce_crc_skb(u32 crc, struct sk_buff *skb, unsigned int off,
  *
  * Return: the value to put on, or expect from, the wire (little-endian).
  */
-u32 sroce_icrc(struct sk_buff *skb, const void *l3, bool ipv6, const u8 *bth,
+u32 sroce_icrc(struct sk_buff *skb, const void *l3,
+	       enum rdma_network_type net, const u8 *bth,
 	       unsigned int hdr_len, unsigned int payload_off,
 	       unsigned int payload_len)
 {
 	u8 pseudo[sizeof(struct ipv6hdr) + sizeof(struct udphdr) +
 		  SROCE_BTH_BYTES];
-	unsigned int l3_len = ipv6 ? sizeof(struct ipv6hdr) :
-				     sizeof(struct iphdr);
-	struct udphdr *udph = (struct udphdr *)(pseudo + l3_len);
+	unsigned int l3_len = net == RDMA_NETWORK_IPV4 ? sizeof(struct iphdr) :
+							 sizeof(struct ipv6hdr);
+	unsigned int l4_len = net == RDMA_NETWORK_ROCE_V1 ? 0 :
+							    sizeof(struct udphdr);
 	u32 crc;
 
-	/* The UDP header follows the IP header; the BTH follows UDP. */
-	memcpy(pseudo, l3, l3_len + sizeof(struct udphdr));
-	memcpy(pseudo + l3_len + sizeof(struct udphdr), bth, SROCE_BTH_BYTES);
-	if (ipv6) {
+	/* The UDP header (v2) follows the IP header; the BTH follows. */
+	memcpy(pseudo, l3, l3_len + l4_len);
+	memcpy(pseudo + l3_len + l4_len, bth, SROCE_BTH_BYTES);
+	if (net != RDMA_NETWORK_IPV4) {
 		struct ipv6hdr *ip6h = (struct ipv6hdr *)pseudo;
 
 		ip6h->priority = 0xf;
@@ -330,12 +336,13 @@ u32 sroce_icrc(struct sk_buff *skb, const void *l3, bool ipv6, const u8 *bth,
 		iph->ttl = 0xff;
 		iph->check = htons(0xffff);
 	}
-	udph->check = htons(0xffff);
+	if (l4_len)
+		((struct udphdr *)(pseudo + l3_len))->check = htons(0xffff);
 	/* BTH byte 4: FECN, BECN and reserved bits. */
-	pseudo[l3_len + sizeof(struct udphdr) + 4] = 0xff;
+	pseudo[l3_len + l4_len + 4] = 0xff;
 
 	crc = crc32_le(sroce_icrc_seed, pseudo,
-		       l3_len + sizeof(struct udphdr) + SROCE_BTH_BYTES);
+		       l3_len + l4_len + SROCE_BTH_BYTES);
 	crc = crc32_le(crc, bth + SROCE_BTH_BYTES, hdr_len - SROCE_BTH_BYTES);
 	crc = sroce_crc_skb(crc, skb, payload_off, payload_len);
 	return ~crc;

@@ -310,9 +310,15 @@ int sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 			return 0;
 		ipv6_addr_set_v4mapped(iph->daddr, (struct in6_addr *)mgid.raw);
 	} else {
-		if (!ipv6_addr_is_multicast(&ipv6_hdr(skb)->daddr))
+		/* An IPv6 header, or a v1 GRH (whose MGID may be v4-mapped). */
+		const struct in6_addr *daddr = &ipv6_hdr(skb)->daddr;
+
+		if (!ipv6_addr_is_multicast(daddr) &&
+		    !(pkt->net_type == RDMA_NETWORK_ROCE_V1 &&
+		      ipv6_addr_v4mapped(daddr) &&
+		      ipv4_is_multicast(daddr->s6_addr32[3])))
 			return 0;
-		memcpy(mgid.raw, &ipv6_hdr(skb)->daddr, sizeof(mgid.raw));
+		memcpy(mgid.raw, daddr, sizeof(mgid.raw));
 	}
 
 	rcu_read_lock();

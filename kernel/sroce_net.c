@@ -2,8 +2,10 @@
 /*
  * sroce: the network side — one pair of RoCEv2 UDP sockets (IPv4 and
  * IPv6, port 4791) per network namespace, shared by the sroce devices
- * whose netdevs live there; receive (parse, ICRC, QP lookup, hand to the
- * responder or completer) and transmit (route, UDP/IP headers, ICRC).
+ * whose netdevs live there, and one global packet handler for RoCE v1
+ * (ethertype 0x8915); receive (parse, ICRC, QP lookup, hand to the
+ * responder or completer) and transmit (route, UDP/IP headers, ICRC; for
+ * v1 the GRH and Ethernet header to the resolved MAC).
  *
  * Receive runs in the UDP socket's softirq; transmit in whatever context
  * the sending engine runs (both may run anywhere, neither sleeps).
@@ -27,6 +29,7 @@
  *    queue holds one of a device that is gone (sroce_lo_flush()).
  */
 
+#include <linux/etherdevice.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/module.h>
@@ -84,10 +87,11 @@ struct sroce_lo_cpu {
 	unsigned int depth;		/* deliveries running on this CPU */
 };
 
-/* Where a queued loopback packet goes (skb->cb). */
+/* Where a queued loopback packet goes (skb->cb), and in which framing. */
 struct sroce_lo_cb {
 	struct sroce_netns *sn;
 	int ifindex;
+	bool v1;		/* skb->data at the GRH, else at UDP */
 };
 
 static DEFINE_PER_CPU(struct sroce_lo_cpu, sroce_lo);
@@ -122,42 +126,37 @@ static const void *sroce_rcv_l3(struct sk_buff *skb, bool *ipv6)
 }
 
 /*
- * Parse and check one datagram (skb->data at its UDP header) up to the
- * point where a QP takes it: lengths, headers, ICRC, P_Key, QPN.
+ * From the BTH on, both framings are one: parse and check the transport
+ * headers (at @bth_off from skb->data, @len bytes up to the ICRC's end)
+ * up to the point where a QP takes the packet: ICRC, P_Key, QPN. The
+ * network header is the IP header (v2) or the GRH (v1), which the ICRC
+ * covers as @net says.
  */
-static void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
+static void sroce_rcv_bth(struct sroce_dev *sdev, struct sk_buff *skb,
+			  unsigned int bth_off, unsigned int len,
+			  enum rdma_network_type net)
 {
-	const unsigned int udp = sizeof(struct udphdr);
 	struct sroce_pkt pkt;
-	unsigned int ulen, hdr_len;
+	unsigned int hdr_len;
 	struct sroce_qp *qp;
-	const void *l3;
 	__le32 wire, *wirep;
-	bool ipv6;
 
-	if (!pskb_may_pull(skb, udp + SROCE_BTH_BYTES))
+	hdr_len = sroce_opcode_table[skb->data[bth_off]].hdr_len;
+	if (!hdr_len || !pskb_may_pull(skb, bth_off + hdr_len))
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
-	ulen = ntohs(udp_hdr(skb)->len);
-	if (ulen < udp + SROCE_BTH_BYTES + SROCE_ICRC_BYTES ||
-	    ulen > skb->len || pskb_trim(skb, ulen))
-		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
-	hdr_len = sroce_opcode_table[skb->data[udp]].hdr_len;
-	if (!hdr_len || !pskb_may_pull(skb, udp + hdr_len))
-		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
-	if (sroce_hdr_parse(skb->data + udp, ulen - udp, &pkt))
-		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
-	l3 = sroce_rcv_l3(skb, &ipv6);
-	if (!l3)
+	if (sroce_hdr_parse(skb->data + bth_off, len, &pkt))
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
 
-	wirep = skb_header_pointer(skb, ulen - SROCE_ICRC_BYTES,
+	wirep = skb_header_pointer(skb, bth_off + len - SROCE_ICRC_BYTES,
 				   sizeof(wire), &wire);
 	if (!wirep ||
-	    le32_to_cpu(*wirep) != sroce_icrc(skb, l3, ipv6, skb->data + udp,
-					      hdr_len, udp + hdr_len,
+	    le32_to_cpu(*wirep) != sroce_icrc(skb, skb_network_header(skb), net,
+					      skb->data + bth_off, hdr_len,
+					      bth_off + hdr_len,
 					      pkt.paylen + pkt.pad))
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_ICRC);
-	pkt.payload_off = udp + hdr_len;
+	pkt.payload_off = bth_off + hdr_len;
+	pkt.net_type = net;
 
 	if ((pkt.pkey & 0x7fff) != 0x7fff)
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
@@ -183,6 +182,51 @@ static void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
 		sroce_comp_rcv(qp, skb, &pkt);
 	sroce_qp_put(qp);
 	consume_skb(skb);
+}
+
+/*
+ * RoCE v2: one datagram, skb->data at its UDP header (the IP header is
+ * the network header).
+ */
+static void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb)
+{
+	const unsigned int udp = sizeof(struct udphdr);
+	unsigned int ulen;
+	bool ipv6;
+
+	if (!pskb_may_pull(skb, udp + SROCE_BTH_BYTES))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	ulen = ntohs(udp_hdr(skb)->len);
+	if (ulen < udp + SROCE_BTH_BYTES + SROCE_ICRC_BYTES ||
+	    ulen > skb->len || pskb_trim(skb, ulen))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	if (!sroce_rcv_l3(skb, &ipv6))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	sroce_rcv_bth(sdev, skb, udp, ulen - udp,
+		      ipv6 ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_IPV4);
+}
+
+/*
+ * RoCE v1: one frame's payload, skb->data at its GRH (IP version 6, next
+ * header 0x1B, payload length from the BTH to the end of the ICRC). What
+ * follows the ICRC (an Ethernet frame's padding) is trimmed off.
+ */
+static void sroce_rcv_v1(struct sroce_dev *sdev, struct sk_buff *skb)
+{
+	const unsigned int grh = sizeof(struct ipv6hdr);
+	const struct ipv6hdr *ip6h;
+	unsigned int plen;
+
+	if (!pskb_may_pull(skb, grh + SROCE_BTH_BYTES))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	skb_reset_network_header(skb);
+	ip6h = ipv6_hdr(skb);
+	plen = ntohs(ip6h->payload_len);
+	if (ip6h->version != 6 || ip6h->nexthdr != SROCE_GRH_NEXT_HDR ||
+	    plen < SROCE_BTH_BYTES + SROCE_ICRC_BYTES ||
+	    grh + plen > skb->len || pskb_trim(skb, grh + plen))
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+	sroce_rcv_bth(sdev, skb, grh, plen, RDMA_NETWORK_ROCE_V1);
 }
 
 static int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
@@ -426,6 +470,7 @@ static void sroce_lo_deliver(struct sk_buff *skb)
 {
 	const struct sroce_lo_cb *cb = (const void *)skb->cb;
 	struct sroce_dev *peer = xa_load(&cb->sn->devs, cb->ifindex);
+	bool v1 = cb->v1;
 
 	if (!peer) {
 		kfree_skb(skb);
@@ -435,7 +480,10 @@ static void sroce_lo_deliver(struct sk_buff *skb)
 	memset(skb->cb, 0, sizeof(skb->cb));
 	sroce_count(peer, SROCE_CNT_RX_PACKETS, 1);
 	sroce_count(peer, SROCE_CNT_RX_BYTES, skb->len);
-	sroce_rcv(peer, skb);
+	if (v1)
+		sroce_rcv_v1(peer, skb);
+	else
+		sroce_rcv(peer, skb);
 }
 
 /* Deliver up to @budget packets of @q, in order. BHs off, RCU held. */
@@ -521,13 +569,34 @@ static void sroce_lo_exit(void)
 }
 
 /*
+ * The sroce device of @sdev's namespace, itself included, whose netdev
+ * has @mac (RCU held): a RoCE v1 frame to it never leaves the host.
+ */
+static struct sroce_dev *sroce_mac_owner(struct sroce_dev *sdev,
+					 const u8 *mac)
+{
+	struct sroce_dev *other;
+	unsigned long ifindex;
+
+	if (ether_addr_equal(sdev->ndev->dev_addr, mac))
+		return sdev;
+	xa_for_each(&sdev->netns->devs, ifindex, other)
+		if (other->roce_v1 && ether_addr_equal(other->ndev->dev_addr,
+						       mac))
+			return other;
+	return NULL;
+}
+
+/*
  * The destination is an address of this host: hand the sealed packet to
  * the receive path of the device that owns it, as if it had arrived —
  * no netdev, no loopback device (whose packets name no sroce device) —
  * now, or after the delivery already running on this CPU (see above).
+ * @v1: a RoCE v1 frame (data at its GRH), for the device with the
+ * destination MAC; else a v2 datagram for the device with the GID.
  */
 static int sroce_net_loopback(struct sroce_dev *sdev, const struct sroce_av *av,
-			      struct sk_buff *skb)
+			      struct sk_buff *skb, bool v1)
 {
 	struct sroce_lo_cpu *lo = this_cpu_ptr(&sroce_lo);
 	struct sroce_lo_cb *cb = (void *)skb->cb;
@@ -535,7 +604,8 @@ static int sroce_net_loopback(struct sroce_dev *sdev, const struct sroce_av *av,
 	struct sroce_dev *peer;
 
 	rcu_read_lock();
-	peer = sroce_gid_owner(sdev, &av->dgid);
+	peer = v1 ? sroce_mac_owner(sdev, av->dmac) :
+		    sroce_gid_owner(sdev, &av->dgid);
 	if (!peer || skb_queue_len(&lo->queue) >= SROCE_LO_QUEUE_MAX) {
 		rcu_read_unlock();
 		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
@@ -545,12 +615,14 @@ static int sroce_net_loopback(struct sroce_dev *sdev, const struct sroce_av *av,
 	skb_dst_drop(skb);
 	skb->dev = NULL;
 	skb->pkt_type = PACKET_HOST;
-	__skb_pull(skb, skb_transport_offset(skb));
+	if (!v1)
+		__skb_pull(skb, skb_transport_offset(skb));
 	sroce_count(sdev, SROCE_CNT_TX_PACKETS, 1);
 	sroce_count(sdev, SROCE_CNT_TX_BYTES, bytes);
 	/* The sender's: peer's may be going (its netns is cleared then). */
 	cb->sn = sdev->netns;
 	cb->ifindex = peer->ifindex;
+	cb->v1 = v1;
 	skb_queue_tail(&lo->queue, skb);
 	if (!lo->depth) {
 		lo->depth++;
@@ -593,7 +665,9 @@ static int sroce_net_seal(struct sroce_dev *sdev, const struct sroce_av *av,
 	skb->dev = dst->dev;
 	skb->ip_summed = CHECKSUM_NONE;
 
-	put_unaligned_le32(sroce_icrc(skb, skb_network_header(skb), ipv6,
+	put_unaligned_le32(sroce_icrc(skb, skb_network_header(skb),
+				      ipv6 ? RDMA_NETWORK_IPV6 :
+					     RDMA_NETWORK_IPV4,
 				      skb_transport_header(skb) +
 				      sizeof(struct udphdr), hdr_len,
 				      l3_len + sizeof(struct udphdr) + hdr_len,
@@ -756,6 +830,115 @@ void sroce_net_flush(struct sroce_tx_burst *b)
 	b->npkts = 0;
 }
 
+/* RoCE v1 ------------------------------------------------------------ */
+
+/*
+ * The GRH (IBTA 8.3) in front of the transport headers: IP version 6,
+ * next header 0x1B, the payload length from the BTH to the end of the
+ * ICRC, the AV's traffic class, flow label, hop limit and GIDs.
+ */
+static void sroce_push_grh(struct sk_buff *skb, const struct sroce_av *av)
+{
+	struct ipv6hdr *grh;
+
+	__skb_push(skb, sizeof(*grh));
+	skb_reset_network_header(skb);
+	grh = ipv6_hdr(skb);
+	ip6_flow_hdr(grh, av->traffic_class, htonl(av->flow_label));
+	grh->payload_len = htons(skb->len - sizeof(*grh));
+	grh->nexthdr = SROCE_GRH_NEXT_HDR;
+	grh->hop_limit = av->hop_limit ?: 64;
+	memcpy(&grh->saddr, av->sgid.raw, sizeof(grh->saddr));
+	memcpy(&grh->daddr, av->dgid.raw, sizeof(grh->daddr));
+	skb->protocol = htons(ETH_P_IBOE);
+}
+
+/*
+ * Send a RoCE v1 frame: GRH and ICRC, then to a device of this host
+ * (sroce_net_loopback()) or, in an Ethernet header (ethertype 0x8915) to
+ * the MAC ib_core resolved into the AV, out of the netdev. No IP stack
+ * and no bursts: each frame goes alone, after what @b holds. BHs off.
+ */
+static int sroce_net_xmit_v1(struct sroce_dev *sdev, const struct sroce_av *av,
+			     struct sk_buff *skb, unsigned int hdr_len,
+			     struct sroce_tx_burst *b)
+{
+	const unsigned int grh = sizeof(struct ipv6hdr);
+	unsigned int payload = skb->len - hdr_len - SROCE_ICRC_BYTES;
+	unsigned int bytes = skb->len;
+	struct net_device *ndev = sdev->ndev;
+	int err;
+
+	if (b && b->head) {
+		local_bh_enable();
+		sroce_net_flush(b);
+		local_bh_disable();
+	}
+	sroce_push_grh(skb, av);
+	skb->ip_summed = CHECKSUM_NONE;
+	put_unaligned_le32(sroce_icrc(skb, skb->data, RDMA_NETWORK_ROCE_V1,
+				      skb->data + grh, hdr_len,
+				      grh + hdr_len, payload),
+			   sroce_skb_icrc(skb));
+
+	if (!is_multicast_ether_addr(av->dmac)) {
+		struct sroce_dev *peer;
+
+		rcu_read_lock();
+		peer = sroce_mac_owner(sdev, av->dmac);
+		rcu_read_unlock();
+		if (peer)
+			return sroce_net_loopback(sdev, av, skb, true);
+	}
+
+	skb->dev = ndev;
+	if (dev_hard_header(skb, ndev, ETH_P_IBOE, av->dmac, NULL,
+			    skb->len) < 0) {
+		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+		kfree_skb(skb);
+		return -EINVAL;
+	}
+	/* net_xmit_eval() evaluates its argument twice. */
+	err = dev_queue_xmit(skb);
+	err = net_xmit_eval(err);
+	if (err) {
+		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+	} else {
+		sroce_count(sdev, SROCE_CNT_TX_PACKETS, 1);
+		sroce_count(sdev, SROCE_CNT_TX_BYTES, bytes);
+	}
+	return err;
+}
+
+/*
+ * Receive: every frame of ethertype 0x8915 in any namespace comes here
+ * (packet handlers are global); only those on an sroce device that
+ * speaks v1, addressed to it, go on.
+ */
+static int sroce_v1_recv(struct sk_buff *skb, struct net_device *dev,
+			 struct packet_type *pt, struct net_device *orig_dev)
+{
+	struct sroce_netns *sn = net_generic(dev_net(dev), sroce_net_id);
+	struct sroce_dev *sdev = xa_load(&sn->devs, dev->ifindex);
+
+	if (!sdev || !sdev->roce_v1 || skb->pkt_type == PACKET_OTHERHOST) {
+		kfree_skb(skb);
+		return NET_RX_DROP;
+	}
+	skb = skb_share_check(skb, GFP_ATOMIC);
+	if (!skb)
+		return NET_RX_DROP;
+	sroce_count(sdev, SROCE_CNT_RX_PACKETS, 1);
+	sroce_count(sdev, SROCE_CNT_RX_BYTES, skb->len);
+	sroce_rcv_v1(sdev, skb);
+	return NET_RX_SUCCESS;
+}
+
+static struct packet_type sroce_v1_ptype __read_mostly = {
+	.type = cpu_to_be16(ETH_P_IBOE),
+	.func = sroce_v1_recv,
+};
+
 /**
  * sroce_net_xmit - seal a packet and send it, now or as part of a burst
  * @sdev: the sending device
@@ -781,6 +964,11 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	int err;
 
 	local_bh_disable();
+	if (av->network_type == RDMA_NETWORK_ROCE_V1) {
+		err = sroce_net_xmit_v1(sdev, av, skb, hdr_len, b);
+		local_bh_enable();
+		return err;
+	}
 	err = sroce_net_seal(sdev, av, cache, skb, hdr_len, sport);
 	if (err) {
 		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
@@ -789,7 +977,7 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		return err;
 	}
 	if (skb_dst(skb)->dev->flags & IFF_LOOPBACK) {
-		err = sroce_net_loopback(sdev, av, skb);
+		err = sroce_net_loopback(sdev, av, skb, false);
 	} else if (b && READ_ONCE(sroce_tx_burst_max) > 1 &&
 		   !sroce_tx_tapped(skb_dst(skb)->dev)) {
 		if (b->head && !sroce_burst_fits(b, skb, ipv6)) {
@@ -987,12 +1175,20 @@ static struct pernet_operations sroce_net_ops = {
 
 int sroce_net_init(void)
 {
+	int err;
+
 	sroce_lo_init();
-	return register_pernet_subsys(&sroce_net_ops);
+	err = register_pernet_subsys(&sroce_net_ops);
+	if (err)
+		return err;
+	dev_add_pack(&sroce_v1_ptype);
+	return 0;
 }
 
 void sroce_net_exit(void)
 {
+	/* Waits for the handlers running (synchronize_net()). */
+	dev_remove_pack(&sroce_v1_ptype);
 	unregister_pernet_subsys(&sroce_net_ops);
 	sroce_lo_exit();
 }

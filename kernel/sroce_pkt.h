@@ -18,6 +18,8 @@
 
 /* Header sizes. */
 #define SROCE_BTH_BYTES		12
+/* RoCE v1: the GRH's next header when the BTH follows (IBTA 8.3.1) */
+#define SROCE_GRH_NEXT_HDR	0x1b
 #define SROCE_RETH_BYTES	16
 #define SROCE_AETH_BYTES	4
 #define SROCE_ATMETH_BYTES	28
@@ -149,6 +151,7 @@ extern const struct sroce_opcode_info sroce_opcode_table[256];
 struct sroce_pkt {
 	const struct sroce_opcode_info *info;
 	u32 mask;
+	u8 net_type;			/* RDMA_NETWORK_IPV4, _IPV6, _ROCE_V1 */
 	u8 opcode;
 	u8 pad;
 	bool se;

@@ -985,8 +985,9 @@ static u32 sroce_resp_uc(struct sroce_qp *qp, struct sk_buff *skb,
 }
 
 /*
- * UD: one packet, one receive WQE whose first 40 bytes take the GRH
- * (for IPv4: 20 zero bytes, then the IPv4 header).
+ * UD: one packet, one receive WQE whose first 40 bytes take the GRH: the
+ * IPv6 header (RoCE v2), 20 zero bytes and the IPv4 header (v2), or the
+ * GRH itself (v1).
  */
 static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
 			 const struct sroce_pkt *pkt)
@@ -995,7 +996,7 @@ static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
 	struct sroce_resp *resp = &qp->resp;
 	u8 grh[40] = {};
 	struct sroce_cqe cqe = {};
-	bool ipv6 = ip_hdr(skb)->version == 6;
+	bool ipv4 = pkt->net_type == RDMA_NETWORK_IPV4;
 	u32 qkey = qp->ibqp.qp_type == IB_QPT_GSI ? SROCE_GSI_QKEY :
 						    qp->attr.qkey;
 	u8 status;
@@ -1012,10 +1013,10 @@ static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_count(sdev, SROCE_CNT_RX_DROP_STATE, 1);
 		return 0;
 	}
-	if (ipv6)
-		memcpy(grh, ipv6_hdr(skb), sizeof(struct ipv6hdr));
-	else
+	if (ipv4)
 		memcpy(grh + 20, ip_hdr(skb), sizeof(struct iphdr));
+	else
+		memcpy(grh, ipv6_hdr(skb), sizeof(struct ipv6hdr));
 	resp->offset = 0;
 	status = sroce_resp_scatter(qp, NULL, 0, grh, sizeof(grh));
 	if (status == IB_WC_SUCCESS) {
@@ -1038,7 +1039,7 @@ static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
 	cqe.byte_len = sizeof(grh) + pkt->paylen;
 	cqe.src_qp = pkt->sqpn;
 	cqe.wc_flags = SROCE_WC_F_GRH;
-	cqe.network_hdr_type = ipv6 ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_IPV4;
+	cqe.network_hdr_type = pkt->net_type;
 	if (pkt->mask & SROCE_M_IMMDT) {
 		cqe.wc_flags |= SROCE_WC_F_WITH_IMM;
 		cqe.ex.imm_data = pkt->imm;
