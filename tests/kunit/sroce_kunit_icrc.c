@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * KUnit: the ICRC (kernel/sroce_icrc.c) against packets rdma_rxe sent,
- * the same packets as nonlinear skbs, the fields it masks and an
- * independent computation for IPv6.
+ * the same packets as nonlinear skbs, the fields it masks, an independent
+ * computation for IPv6 and a RoCE v1 frame computed apart (Python).
  *
  * The rxe packets (from the IPv4 header to the ICRC) were captured with
  * tcpdump on vethA in tests/kunit/capture-rxe.sh: rxe0 (10.77.0.1, in
@@ -22,6 +22,16 @@
 
 #define L3_UDP_V4	28	/* IPv4 header (no options) + UDP */
 #define L3_UDP_V6	48
+
+/* From tests/kunit/roce-v1-vector.py. */
+static const u8 sroce_kunit_v1_send_only[] = {
+	0x62, 0x81, 0x23, 0x45, 0x00, 0x20, 0x1b, 0x40, 0xfe, 0x80, 0x00, 0x00,
+	0x00, 0x00, 0x00, 0x00, 0x50, 0x54, 0x00, 0xff, 0xfe, 0x77, 0x00, 0x01,
+	0xfe, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x50, 0x54, 0x00, 0xff,
+	0xfe, 0x77, 0x00, 0x02, 0x04, 0x30, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11,
+	0x80, 0x12, 0x34, 0x56, 0x52, 0x6f, 0x43, 0x45, 0x20, 0x76, 0x31, 0x20,
+	0x66, 0x72, 0x61, 0x6d, 0x65, 0x00, 0x00, 0x00, 0xf3, 0x51, 0xc6, 0x21,
+};
 
 /* ACK (0x11), PSN 0x9070ee, syndrome 0x1f, MSN 1, to QP 0x10. */
 static const u8 sroce_kunit_rxe_ack[] = {
@@ -212,7 +222,7 @@ static u32 sroce_kunit_icrc4(struct sk_buff *skb, unsigned int len)
 	const u8 *bth = skb->data + L3_UDP_V4;
 	unsigned int hdr_len = sroce_opcode_table[bth[0]].hdr_len;
 
-	return sroce_icrc(skb, skb->data, false, bth, hdr_len,
+	return sroce_icrc(skb, skb->data, RDMA_NETWORK_IPV4, bth, hdr_len,
 			  L3_UDP_V4 + hdr_len,
 			  len - L3_UDP_V4 - hdr_len - SROCE_ICRC_BYTES);
 }
@@ -473,13 +483,13 @@ static void sroce_icrc_ipv6(struct kunit *test)
 	want = sroce_kunit_icrc_ref(bytes, len, true);
 
 	skb = sroce_kunit_linear(test, bytes, len);
-	got = sroce_icrc(skb, skb->data, true, skb->data + L3_UDP_V6, hdr_len,
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_IPV6, skb->data + L3_UDP_V6, hdr_len,
 			 L3_UDP_V6 + hdr_len, 5 + 3);
 	KUNIT_EXPECT_EQ(test, got, want);
 
 	skb = sroce_kunit_nonlinear(test, bytes, len, L3_UDP_V6 + hdr_len,
 				    split, ARRAY_SIZE(split), PAGE_SIZE - 12);
-	got = sroce_icrc(skb, skb->data, true, skb->data + L3_UDP_V6, hdr_len,
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_IPV6, skb->data + L3_UDP_V6, hdr_len,
 			 L3_UDP_V6 + hdr_len, 5 + 3);
 	KUNIT_EXPECT_EQ(test, got, want);
 
@@ -489,14 +499,94 @@ static void sroce_icrc_ipv6(struct kunit *test)
 	ip6h->hop_limit = 3;
 	udph->check = htons(0x1234);
 	skb = sroce_kunit_linear(test, bytes, len);
-	got = sroce_icrc(skb, skb->data, true, skb->data + L3_UDP_V6, hdr_len,
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_IPV6, skb->data + L3_UDP_V6, hdr_len,
 			 L3_UDP_V6 + hdr_len, 5 + 3);
 	KUNIT_EXPECT_EQ(test, got, want);
 
 	ip6h->daddr.s6_addr[15] = 3;
 	skb = sroce_kunit_linear(test, bytes, len);
-	got = sroce_icrc(skb, skb->data, true, skb->data + L3_UDP_V6, hdr_len,
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_IPV6, skb->data + L3_UDP_V6, hdr_len,
 			 L3_UDP_V6 + hdr_len, 5 + 3);
+	KUNIT_EXPECT_NE(test, got, want);
+}
+
+/*
+ * RoCE v1: a SEND_ONLY in a GRH (traffic class 0x28, flow label 0x12345,
+ * hop limit 64), 13 bytes, pad 3, whose ICRC tests/kunit/roce-v1-vector.py
+ * computed with Python's zlib from annex A16's pseudo-packet (no UDP
+ * header). The masked fields (traffic class, flow label, hop limit;
+ * FECN, BECN) do not count; a GID, the P_Key and the payload do. Linear
+ * and nonlinear.
+ */
+static void sroce_icrc_roce_v1(struct kunit *test)
+{
+	static const unsigned int split[] = { 5, 8 };
+	const unsigned int grh = sizeof(struct ipv6hdr), hdr_len = 12;
+	const unsigned int len = sizeof(sroce_kunit_v1_send_only);
+	const unsigned int paylen = len - grh - hdr_len - SROCE_ICRC_BYTES;
+	u32 want = get_unaligned_le32(sroce_kunit_v1_send_only + len - 4);
+	u8 bytes[sizeof(sroce_kunit_v1_send_only)];
+	struct ipv6hdr *ip6h = (struct ipv6hdr *)bytes;
+	struct sroce_pkt pkt;
+	struct sk_buff *skb;
+	u32 got;
+
+	memcpy(bytes, sroce_kunit_v1_send_only, len);
+	KUNIT_ASSERT_EQ(test, sroce_hdr_parse(bytes + grh, len - grh, &pkt), 0);
+	KUNIT_EXPECT_EQ(test, pkt.opcode, SROCE_OP_SEND_ONLY);
+	KUNIT_EXPECT_EQ(test, pkt.paylen + pkt.pad, paylen);
+	KUNIT_EXPECT_EQ(test, ip6h->nexthdr, SROCE_GRH_NEXT_HDR);
+
+	skb = sroce_kunit_linear(test, bytes, len);
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_ROCE_V1, skb->data + grh,
+			 hdr_len, grh + hdr_len, paylen);
+	KUNIT_EXPECT_EQ(test, got, want);
+
+	skb = sroce_kunit_nonlinear(test, bytes, len, grh + hdr_len, split,
+				    ARRAY_SIZE(split), PAGE_SIZE - 8);
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_ROCE_V1, skb->data + grh,
+			 hdr_len, grh + hdr_len, paylen);
+	KUNIT_EXPECT_EQ(test, got, want);
+
+	/* What routers may change: traffic class, flow label, hop limit. */
+	ip6h->priority = 0;
+	ip6h->flow_lbl[0] = 0xa0;
+	ip6h->flow_lbl[1] = 0;
+	ip6h->flow_lbl[2] = 0x77;
+	ip6h->hop_limit = 1;
+	bytes[grh + 4] |= 0xc0;		/* FECN, BECN */
+	skb = sroce_kunit_linear(test, bytes, len);
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_ROCE_V1, skb->data + grh,
+			 hdr_len, grh + hdr_len, paylen);
+	KUNIT_EXPECT_EQ(test, got, want);
+
+	/* What they may not: a GID, the P_Key, the payload. */
+	ip6h->daddr.s6_addr[15] ^= 1;
+	skb = sroce_kunit_linear(test, bytes, len);
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_ROCE_V1, skb->data + grh,
+			 hdr_len, grh + hdr_len, paylen);
+	KUNIT_EXPECT_NE(test, got, want);
+	ip6h->daddr.s6_addr[15] ^= 1;
+	bytes[grh + 2] = 0x7f;
+	skb = sroce_kunit_linear(test, bytes, len);
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_ROCE_V1, skb->data + grh,
+			 hdr_len, grh + hdr_len, paylen);
+	KUNIT_EXPECT_NE(test, got, want);
+	bytes[grh + 2] = 0xff;
+	bytes[grh + hdr_len] ^= 0x20;
+	skb = sroce_kunit_linear(test, bytes, len);
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_ROCE_V1, skb->data + grh,
+			 hdr_len, grh + hdr_len, paylen);
+	KUNIT_EXPECT_NE(test, got, want);
+
+	/* Summed as if a UDP header followed (RoCE v2, IPv6): not the same. */
+	bytes[grh + hdr_len] ^= 0x20;
+	skb = sroce_kunit_linear(test, bytes, len);
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_ROCE_V1, skb->data + grh,
+			 hdr_len, grh + hdr_len, paylen);
+	KUNIT_EXPECT_EQ(test, got, want);
+	got = sroce_icrc(skb, skb->data, RDMA_NETWORK_IPV6, skb->data + grh,
+			 hdr_len, grh + hdr_len, paylen);
 	KUNIT_EXPECT_NE(test, got, want);
 }
 
@@ -613,6 +703,7 @@ static struct kunit_case sroce_icrc_cases[] = {
 	KUNIT_CASE(sroce_icrc_masked_fields),
 	KUNIT_CASE(sroce_icrc_reference_v4),
 	KUNIT_CASE(sroce_icrc_ipv6),
+	KUNIT_CASE(sroce_icrc_roce_v1),
 	KUNIT_CASE(sroce_icrc_engine_lib),
 	KUNIT_CASE(sroce_icrc_engine_shash),
 	KUNIT_CASE(sroce_icrc_rxe_other_engine),
