@@ -171,10 +171,13 @@ bool got_all(side &b, const std::vector<ibv_wc> &wcs, uint32_t qpn, int tag,
 		const char *p = b.buf + wc.wr_id * kBuf;
 		char want[64];
 		snprintf(want, sizeof(want), "mcast %d %d", tag, seen);
-		// IPv4 in the GRH area: 20 bytes of zero, then the IP header,
-		// whose destination address is at offset 16 of it.
+		// The GRH area holds an IPv6 header or a RoCE v1 GRH (version
+		// 6, destination GID at offset 24), or 20 bytes of zero and
+		// an IPv4 header (destination address at offset 16 of it).
+		bool grh6 = (static_cast<uint8_t>(p[0]) >> 4) == 6;
 		bool grh_ok = (wc.wc_flags & IBV_WC_GRH) &&
-			      !memcmp(p + 20 + 16, mgid.raw + 12, 4);
+			      (grh6 ? !memcmp(p + 24, mgid.raw, 16) :
+				      !memcmp(p + 20 + 16, mgid.raw + 12, 4));
 		if (wc.status != IBV_WC_SUCCESS || wc.byte_len != 40 + 64 ||
 		    strcmp(p + 40, want) || !grh_ok) {
 			tap::diag("QP %u: status %d len %u flags 0x%x data '%.20s' want '%s'",

@@ -11,6 +11,8 @@
 #     0x8915 and UDP 4791 meanwhile sees one v1 frame per packet sent, no
 #     UDP at all, and tshark decodes them with no malformed frame and
 #     every opcode the traffic used;
+#   - UD multicast over v1 (sroce_mcast: delivery to two QPs, detach,
+#     errnos, limits);
 #   - a v1 QP and a v2 QP of one device run at once;
 #   - loopback: a v1 connection between two QPs of sroce0;
 #   - rdma_cm with default_roce_mode "IB/RoCE v1": rping, data checked,
@@ -285,7 +287,7 @@ EOF
 	pp ibv_rc_pingpong -n 20
 }
 
-tap_plan 15
+tap_plan 16
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB (roce_v1=1)"
 V1_A=$(sroce_gid_index sroce0 "$(sroce_ipv4_gid 10.77.0.1)" "$V1")
 V1_B=$(sroce_gid_index sroce1 "$(sroce_ipv4_gid 10.77.0.2)" "$V1")
@@ -314,6 +316,9 @@ tap_check "tshark: every opcode the traffic used" \
 tap_eq "tshark: no malformed frame, no expert error" \
 	"$(frames "$CAP/v1.pcap" '_ws.malformed || _ws.expert.severity == 8388608' \
 		--disable-heuristic rpcordma)" 0
+TAP_VERBOSE=1 tap_check "UD multicast over v1: delivery, detach, errnos, limits (sroce_mcast with the v1 GIDs)" \
+	ip netns exec nsB timeout 120 "$SROCE_BIN/sroce_mcast" -a sroce0 -A "$V1_A" \
+	-b sroce1 -B "$V1_B"
 tap_check "a v2 WRITE stream and a v1 RC pingpong on the same devices at once" mixed
 tap_check "loopback: v1 RC pingpong between two QPs of sroce0, off the wire" loopback
 tap_check "rdma_cm with default_roce_mode IB/RoCE v1: rping -C 10, data checked, v1 frames only" cm_v1
