@@ -7,10 +7,17 @@
 # tests; for each, one side serves and the other drives, and each side
 # reports its own half as a TAP point: ibv_rc_pingpong at 1 B, 4 KiB and
 # 1 MiB (data checked), sroce_integrity (every byte) and perftest's RC
-# send/write/read/atomic bandwidth and latency tests, each with the
-# ibv_wr_* API and with --use_old_post_send; each side serves in turn.
+# send/write/read/atomic bandwidth and latency tests with the ibv_wr_*
+# API, the bandwidth tests also with --use_old_post_send (ibv_post_send;
+# the latency tests post the same work requests); each side serves in
+# turn.
 #
 #   tools/vm/run2 --a 'tests/vm2/rc-interop.sh' --b 'tests/vm2/rc-interop.sh'
+#
+# With VM2_V1=1 both guests run sroce loaded with roce_v1=1 and talk RoCE
+# v1 (their v1 GIDs of the IPv4 address): a shorter list, each side
+# serving in turn, and afterwards each side's sroce0 counted no dropped
+# frame.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../vm/lib.sh"
@@ -20,24 +27,33 @@ source "$here/../vm/sroce.sh"
 BIN=$SROCE_BIN/sroce_integrity
 role=${VM_ROLE:?run me through tools/vm/run2}
 
-if [ "$role" = a ]; then
+V1=${VM2_V1:-0}
+GID_TYPE="RoCE v2"
+if [ "$role" = a ] && [ "$V1" != 1 ]; then
 	modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "$VM_IFNAME"
 	DEV=rxe0
 else
+	[ "$V1" = 1 ] && export SROCE_MODPARAMS="roce_v1=1" GID_TYPE="IB/RoCE v1"
 	sroce_load && rdma link add sroce0 type sroce netdev "$VM_IFNAME"
 	DEV=sroce0
 fi
-GID=$(sroce_wait_gid "$DEV" "$(sroce_ipv4_gid "$VM_LOCAL_IP")")
+GID=$(sroce_wait_gid "$DEV" "$(sroce_ipv4_gid "$VM_LOCAL_IP")") &&
+GID=$(sroce_gid_index "$DEV" "$(sroce_ipv4_gid "$VM_LOCAL_IP")" "$GID_TYPE")
 
 # Each test: "SERVING_ROLE NAME" ; the command lines follow from NAME.
 # "old:TEST" is TEST with --use_old_post_send (ibv_post_send rather than
 # the ibv_wr_* API).
 tests=()
-for t in pingpong-1 pingpong-4096 pingpong-1048576 integrity \
-	 ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw \
-	 ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat \
-	 old:ib_write_bw old:ib_read_bw old:ib_send_bw old:ib_atomic_bw \
-	 old:ib_send_lat old:ib_write_lat old:ib_read_lat old:ib_atomic_lat; do
+if [ "$V1" = 1 ]; then
+	list=(pingpong-4096 pingpong-1048576 integrity ib_write_bw ib_read_bw
+	      ib_send_bw ib_atomic_bw ib_read_lat)
+else
+	list=(pingpong-1 pingpong-4096 pingpong-1048576 integrity
+	      ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw
+	      ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat
+	      old:ib_write_bw old:ib_read_bw old:ib_send_bw old:ib_atomic_bw)
+fi
+for t in "${list[@]}"; do
 	tests+=("a $t" "b $t")
 done
 
@@ -98,6 +114,14 @@ drive() {
 	[ "$rc" = 0 ] && client_ok "$name" /tmp/vm2-client.out
 }
 
+# v1_clean: sroce0 received, and nothing malformed, corrupt or unrouted.
+v1_clean() {
+	local r
+	r=$(sroce_counter sroce0 rx_packets)
+	echo "sroce0 rx_packets $r"
+	[ "$r" -gt 0 ] && sroce_nothing_malformed sroce0
+}
+
 # VM2_TESTS="name ..." keeps only those (for chasing one).
 if [ -n "${VM2_TESTS:-}" ]; then
 	keep=()
@@ -107,8 +131,9 @@ if [ -n "${VM2_TESTS:-}" ]; then
 	tests=("${keep[@]}")
 fi
 
-tap_plan ${#tests[@]}
-[ -n "$GID" ] || tap_bail "$DEV on $VM_IFNAME has no RoCE v2 GID for $VM_LOCAL_IP"
+tap_plan $((${#tests[@]} + V1))
+[ -n "$GID" ] || tap_bail "$DEV on $VM_IFNAME has no $GID_TYPE GID for $VM_LOCAL_IP"
+tap_diag "$DEV: $GID_TYPE GID index $GID"
 for i in "${!tests[@]}"; do
 	read -r server name <<<"${tests[$i]}"
 	if [ "$server" = "$role" ]; then
@@ -117,4 +142,5 @@ for i in "${!tests[@]}"; do
 		tap_check "$DEV drives $name" drive "$name" "$i"
 	fi
 done
+[ "$V1" = 1 ] && tap_check "RoCE v1: sroce0 received frames, dropped none" v1_clean
 tap_done
