@@ -21,52 +21,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 source "$here/../../tools/vm/netlib.sh"
 source "$here/sroce.sh"
+source "$here/capture.sh"
 CAP=/tmp/sroce-capture
-TCPDUMP_PID=
 cleanup() {
-	[ -n "$TCPDUMP_PID" ] && kill "$TCPDUMP_PID" 2>/dev/null
+	capture_kill
 	sroce_reset
 }
 sroce_reset
 trap cleanup EXIT
 mkdir -p "$CAP"
-
-# capture_start NS DEV FILE: tcpdump of UDP 4791 on DEV, once it listens.
-capture_start() {
-	local i
-	: >"$CAP/tcpdump.log"
-	ip netns exec "$1" tcpdump -i "$2" -n -U -B 16384 -w "$3" udp port 4791 \
-		2>"$CAP/tcpdump.log" &
-	TCPDUMP_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		grep -q "listening on" "$CAP/tcpdump.log" && return 0
-		sleep 0.1
-	done
-	cat "$CAP/tcpdump.log"
-	return 1
-}
-
-# capture_stop FILE: stop tcpdump once it has written all it was given
-# (under TCG it drains its socket well after the traffic: stopped at
-# once, it leaves packets the filter took unwritten); nothing dropped,
-# everything the filter took written.
-capture_stop() {
-	local i size=-1 now got took
-	for ((i = 0; i < 60; i++)); do
-		now=$(stat -c %s "$1")
-		[ "$now" = "$size" ] && break
-		size=$now
-		sleep 0.5
-	done
-	kill -INT "$TCPDUMP_PID"
-	wait "$TCPDUMP_PID"
-	TCPDUMP_PID=
-	cat "$CAP/tcpdump.log"
-	got=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured$/\1/p' "$CAP/tcpdump.log")
-	took=$(sed -n 's/^\([0-9]*\) packets\{0,1\} received by filter$/\1/p' "$CAP/tcpdump.log")
-	grep -Eq "^0 packets dropped by kernel" "$CAP/tcpdump.log" &&
-	[ -n "$got" ] && [ "$got" = "$took" ]
-}
 
 # perf TEST ARGS...: a perftest pair, sroce1 serving; a result row.
 perf() {
@@ -99,22 +62,6 @@ same_count() {
 	[ "$2" -eq "$3" ] && [ "$3" -gt 0 ]
 }
 
-# opcodes FILE: the BTH opcodes tshark decodes in FILE, one per line.
-opcodes() {
-	tshark -r "$1" -T fields -e infiniband.bth.opcode 2>/dev/null | sort -un
-}
-
-# has_opcodes LIST WANT...: every WANT is a line of LIST.
-has_opcodes() {
-	local list=$1 o rc=0
-	shift
-	echo "opcodes seen: $(tr '\n' ' ' <<<"$list")"
-	for o in "$@"; do
-		grep -qx "$o" <<<"$list" || { echo "opcode $o missing"; rc=1; }
-	done
-	return $rc
-}
-
 # not_infiniband FILE: frames tshark does not decode as InfiniBand.
 not_infiniband() {
 	tshark -r "$1" -Y "!infiniband" 2>/dev/null | wc -l
@@ -138,7 +85,7 @@ no_bursts_tapped() {
 peer_tapped() {
 	local a0 a1
 	a0=$(sroce_counter sroce0 tx_packets)
-	capture_start nsB vethB "$CAP/b.pcap" || return 1
+	capture_start nsB vethB "$CAP/b.pcap" "udp port 4791" || return 1
 	perf ib_write_bw -s 4096 -n 200 || return 1
 	capture_stop "$CAP/b.pcap" || return 1
 	a1=$(sroce_counter sroce0 tx_packets)
@@ -159,7 +106,8 @@ sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 
 a0=$(sroce_counter sroce0 tx_packets) b0=$(sroce_counter sroce1 tx_packets)
 g0=$(sroce_counter sroce0 tx_bursts) t0=$(sroce_counter sroce0 tx_tapped_packets)
-tap_check "tcpdump on vethA (sroce0's device) listens" capture_start nsA vethA "$CAP/a.pcap"
+tap_check "tcpdump on vethA (sroce0's device) listens" capture_start nsA vethA "$CAP/a.pcap" \
+	"udp port 4791"
 tap_check "RC SEND/WRITE/READ/atomics, UC WRITE, UD SEND under the tap" traffic
 tap_check "tcpdump on vethA dropped nothing, wrote all it took" capture_stop "$CAP/a.pcap"
 a1=$(sroce_counter sroce0 tx_packets) b1=$(sroce_counter sroce1 tx_packets)
@@ -171,7 +119,7 @@ tap_check "vethA: one frame per packet sroce1 sent" \
 # response, 17 ACK, 18 atomic ACK, 20 FETCH_ADD; UC (0x20 +) 38-40 WRITE;
 # UD (0x60 +) 100 SEND only.
 tap_check "tshark: every opcode the traffic used" \
-	has_opcodes "$(opcodes "$CAP/a.pcap")" 0 1 2 6 7 8 12 13 14 15 17 18 20 38 39 40 100
+	has_opcodes "$(capture_opcodes "$CAP/a.pcap")" 0 1 2 6 7 8 12 13 14 15 17 18 20 38 39 40 100
 tap_eq "tshark: every frame decoded as InfiniBand" "$(not_infiniband "$CAP/a.pcap")" 0
 tap_eq "tshark: no malformed frame, no expert error" "$(bad_frames "$CAP/a.pcap")" 0
 tap_check "sroce0 sent no burst while the tap listened, and counted its packets" \

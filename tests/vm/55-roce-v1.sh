@@ -24,12 +24,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 source "$here/../../tools/vm/netlib.sh"
 source "$here/sroce.sh"
+source "$here/capture.sh"
 CAP=/tmp/sroce-v1
-TCPDUMP_PID=
 CM_DIRS=()
 cleanup() {
 	local d
-	[ -n "$TCPDUMP_PID" ] && kill "$TCPDUMP_PID" 2>/dev/null
+	capture_kill
 	for d in "${CM_DIRS[@]}"; do rmdir "$d" 2>/dev/null; done
 	sroce_reset
 }
@@ -39,6 +39,8 @@ mkdir -p "$CAP"
 export SROCE_MODPARAMS="roce_v1=1"
 
 V1="IB/RoCE v1"
+# What the captures take: RoCE v1 frames and RoCE v2 datagrams.
+V1_OR_V2="ether proto 0x8915 or udp port 4791"
 
 # gid_types DEV: "index type gid" of each non-zero GID of DEV.
 gid_types() {
@@ -62,42 +64,6 @@ gid_table() {
 	[ "$(awk '$1 == 0 {print $NF}' <<<"$t")" = "$(awk '$1 == 1 {print $NF}' <<<"$t")" ] &&
 	sroce_gid_index "$1" "$(sroce_ipv4_gid "$2")" "$V1" >/dev/null &&
 	sroce_gid_index "$1" "$(sroce_ipv4_gid "$2")" >/dev/null
-}
-
-# capture_start FILE: tcpdump on vethA of RoCE v1 frames and RoCE v2
-# datagrams, once it listens.
-capture_start() {
-	local i
-	: >"$CAP/tcpdump.log"
-	ip netns exec nsA tcpdump -i vethA -n -U -B 16384 -w "$1" \
-		'ether proto 0x8915 or udp port 4791' 2>"$CAP/tcpdump.log" &
-	TCPDUMP_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		grep -q "listening on" "$CAP/tcpdump.log" && return 0
-		sleep 0.1
-	done
-	cat "$CAP/tcpdump.log"
-	return 1
-}
-
-# capture_stop FILE: once tcpdump has written all it took (see
-# 54-capture.sh), stop it; nothing dropped.
-capture_stop() {
-	local i size=-1 now got took
-	for ((i = 0; i < 60; i++)); do
-		now=$(stat -c %s "$1")
-		[ "$now" = "$size" ] && break
-		size=$now
-		sleep 0.5
-	done
-	kill -INT "$TCPDUMP_PID"
-	wait "$TCPDUMP_PID"
-	TCPDUMP_PID=
-	cat "$CAP/tcpdump.log"
-	got=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured$/\1/p' "$CAP/tcpdump.log")
-	took=$(sed -n 's/^\([0-9]*\) packets\{0,1\} received by filter$/\1/p' "$CAP/tcpdump.log")
-	grep -Eq "^0 packets dropped by kernel" "$CAP/tcpdump.log" &&
-	[ -n "$got" ] && [ "$got" = "$took" ]
 }
 
 # pp PROG ARGS...: an ibverbs pingpong pair over the v1 GIDs, buffers
@@ -162,20 +128,6 @@ per_packet() {
 	counted sroce1 "$(frames "$f" "eth.type == 0x8915 && eth.src == $mac_b")" $((b1 - b0))
 }
 
-opcodes() {
-	tshark -r "$1" -T fields -e infiniband.bth.opcode 2>/dev/null | sort -un
-}
-
-has_opcodes() {
-	local list=$1 o rc=0
-	shift
-	echo "opcodes seen: $(tr '\n' ' ' <<<"$list")"
-	for o in "$@"; do
-		grep -qx "$o" <<<"$list" || { echo "opcode $o missing"; rc=1; }
-	done
-	return $rc
-}
-
 # mixed: a v2 WRITE stream and a v1 RC pingpong on the same devices at
 # once, each with its own pair directory.
 mixed() {
@@ -226,7 +178,7 @@ cm_v1() {
 		echo "$V1" >"/sys/kernel/config/rdma_cm/$d/ports/1/default_roce_mode" || return 1
 		echo "$d: $(cat "/sys/kernel/config/rdma_cm/$d/ports/1/default_roce_mode")"
 	done
-	capture_start "$CAP/cm.pcap" || return 1
+	capture_start nsA vethA "$CAP/cm.pcap" "$V1_OR_V2" || return 1
 	sroce_cm_pair nsB nsA 7174 \
 		stdbuf -oL rping -s -a 10.77.0.2 -p 7174 -C 10 -v -V -- \
 		stdbuf -oL rping -c -a 10.77.0.2 -p 7174 -C 10 -v -V || return 1
@@ -299,7 +251,7 @@ tap_check "sroce1: the same" gid_table sroce1 10.77.0.2
 
 a0=$(sroce_counter sroce0 tx_packets) b0=$(sroce_counter sroce1 tx_packets)
 tap_check "tcpdump on vethA listens (ether proto 0x8915 or udp port 4791)" \
-	capture_start "$CAP/v1.pcap"
+	capture_start nsA vethA "$CAP/v1.pcap" "$V1_OR_V2"
 tap_check "over v1: rc/uc/ud pingpong --chk, ib_send/write/read/atomic_bw, ib_write_lat, sroce_integrity" \
 	v1_traffic
 tap_check "tcpdump dropped nothing, wrote all it took" capture_stop "$CAP/v1.pcap"
@@ -309,7 +261,7 @@ tap_check "one v1 frame per packet each device sent" per_packet
 # RC 0-2 SEND, 4 SEND only, 6-8/10 WRITE, 12-16 READ, 17 ACK, 18 atomic
 # ACK, 20 FETCH_ADD; UC 36 SEND only; UD 100 SEND only.
 tap_check "tshark: every opcode the traffic used" \
-	has_opcodes "$(opcodes "$CAP/v1.pcap")" 0 1 2 4 6 7 8 10 12 13 14 15 16 17 18 20 36 100
+	has_opcodes "$(capture_opcodes "$CAP/v1.pcap")" 0 1 2 4 6 7 8 10 12 13 14 15 16 17 18 20 36 100
 # Without the RPC-over-RDMA heuristic: it takes some of sroce_integrity's
 # SEND payloads (application data) for RPC-over-RDMA headers, and finds
 # those malformed.
