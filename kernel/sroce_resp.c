@@ -282,6 +282,28 @@ static int sroce_resp_take_rwqe(struct sroce_qp *qp)
 	return n;
 }
 
+/*
+ * A SEND or WRITE with immediate found no receive WQE. RC answers RNR
+ * NAK and the requester sends it again; UC has no answers: the message
+ * is dropped whole, as rdma_rxe and hardware drop it (IBTA class D).
+ */
+static u32 sroce_resp_no_rwqe(struct sroce_qp *qp,
+			      const struct sroce_pkt *pkt)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+
+	if (qp->ibqp.qp_type != IB_QPT_RC) {
+		sroce_count(sdev, SROCE_CNT_RX_DROP_STATE, 1);
+		qp->resp.msg = SROCE_RESP_DROP;
+		return 0;
+	}
+	sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
+	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK,
+						     qp->attr.min_rnr_timer),
+			     pkt->psn);
+	return SROCE_RESP_KICK;
+}
+
 /* The credit code for the AETH of an ACK, READ response or atomic ACK. */
 static u8 sroce_resp_credit(struct sroce_qp *qp)
 {
@@ -443,14 +465,8 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 			sroce_count(sdev, SROCE_CNT_BAD_RING, 1);
 			return SROCE_RESP_ERROR | SROCE_RESP_FATAL;
 		}
-		if (!n) {
-			sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
-			sroce_resp_queue_ack(qp,
-					     sroce_aeth_syndrome(SROCE_AETH_RNR_NAK,
-								 qp->attr.min_rnr_timer),
-					     pkt->psn);
-			return SROCE_RESP_KICK;
-		}
+		if (!n)
+			return sroce_resp_no_rwqe(qp, pkt);
 		resp->offset = 0;
 	}
 	status = sroce_resp_scatter(qp, skb, pkt->payload_off, NULL,
@@ -493,7 +509,6 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
 			    const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_resp *resp = &qp->resp;
 	struct sroce_mr *mr;
 	struct sroce_cqe cqe = {};
@@ -526,14 +541,8 @@ static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
 		n = sroce_resp_take_rwqe(qp);
 		if (n < 0)
 			return SROCE_RESP_ERROR | SROCE_RESP_FATAL;
-		if (!n) {
-			sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
-			sroce_resp_queue_ack(qp,
-					     sroce_aeth_syndrome(SROCE_AETH_RNR_NAK,
-								 qp->attr.min_rnr_timer),
-					     pkt->psn);
-			return SROCE_RESP_KICK;
-		}
+		if (!n)
+			return sroce_resp_no_rwqe(qp, pkt);
 	}
 	if (pkt->paylen) {
 		mr = sroce_mr_get_remote(qp, resp->rkey, resp->va,

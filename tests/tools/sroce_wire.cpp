@@ -60,6 +60,11 @@
 //   tamper-prod-back  the same with the producer index moved back below
 //                     what the kernel has fetched (still within a ring of
 //                     its consumer index).
+//   uc-no-rwqe        UC: a SEND and a WRITE with immediate that find the
+//                     receive queue empty are dropped whole and silently
+//                     (no RNR NAK: UC has no answers), counted in
+//                     rx_drop_qp_state; the next ones land once receive
+//                     WQEs are posted.
 //   resp-race         (only when named; needs tests/kmod/sroce_race.ko
 //                     loaded with scenario=qp_error) a SEND whose MIDDLE
 //                     packet fails to scatter, completing its receive WQE
@@ -128,6 +133,7 @@ enum : uint8_t {
 	OP_READ_RESP_LAST, OP_READ_RESP_ONLY, OP_ACK, OP_ATOMIC_ACK, OP_CMP_SWAP, OP_FETCH_ADD,
 	OP_SEND_LAST_INV = 0x16, OP_SEND_ONLY_INV = 0x17,
 };
+constexpr uint8_t UC = 0x20;	// | OP_SEND_FIRST .. OP_WRITE_ONLY_IMM: the UC opcodes
 
 // AETH syndromes.
 constexpr uint8_t SYN_ACK = 0x1f;		// ACK, no end-to-end credits
@@ -165,6 +171,8 @@ void init_opcodes()
 	op_mask[OP_FETCH_ADD] = M_REQ | M_ATOMIC | M_ATMETH;
 	op_mask[OP_SEND_LAST_INV] = rq | M_IETH;
 	op_mask[OP_SEND_ONLY_INV] = rq | M_IETH;
+	for (int op = OP_SEND_FIRST; op <= OP_WRITE_ONLY_IMM; op++)
+		op_mask[UC | op] = op_mask[op];
 }
 
 int hdr_len(uint8_t op)
@@ -184,6 +192,13 @@ const char *op_name(uint8_t op)
 		"READ_RESP_LAST", "READ_RESP_ONLY", "ACK", "ATOMIC_ACK", "CMP_SWAP", "FETCH_ADD",
 		"0x15", "SEND_LAST_INV", "SEND_ONLY_INV",
 	};
+	static std::string uc[OP_WRITE_ONLY_IMM + 1];
+	if (op >= UC && op <= (UC | OP_WRITE_ONLY_IMM)) {
+		std::string &u = uc[op - UC];
+		if (u.empty())
+			u = std::string("UC_") + n[op - UC];
+		return u.c_str();
+	}
 	return op < sizeof(n) / sizeof(n[0]) ? n[op] : "op?";
 }
 
@@ -634,8 +649,9 @@ struct counters {
 	static constexpr const char *names[] = {
 		"stale_responses", "rnr_nak_received", "seq_nak_received", "retransmitted_packets",
 		"retransmit_timeouts", "bad_ring_index", "error_nak_sent", "rx_drop_qp_state",
+		"rnr_nak_sent",
 	};
-	enum { STALE, RNR, SEQ, RETX, TIMEOUTS, BAD_RING, ERR_NAK_SENT, DROP_STATE, N };
+	enum { STALE, RNR, SEQ, RETX, TIMEOUTS, BAD_RING, ERR_NAK_SENT, DROP_STATE, RNR_SENT, N };
 	long long v[N];
 
 	static counters read()
@@ -697,9 +713,10 @@ bool to_rtr(ibv_qp *qp, uint32_t rq_psn, int access)
 	a.ah_attr.port_num = 1;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 1;
-	return !ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (qp->qp_type == IBV_QPT_RC)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	return !ibv_modify_qp(qp, &a, mask);
 }
 
 // RTR -> RTS. Timeout 22 (17 s): no retransmission timer fires while a
@@ -1786,6 +1803,131 @@ void case_resp_race()
 	destroy_qp(qp);
 }
 
+// ---- case uc-no-rwqe: UC messages that find the receive queue empty ----------
+
+// A UC responder has no RNR NAK: a SEND (or WRITE with immediate) that finds
+// no receive WQE is dropped whole, silently, and the next message is taken.
+void case_uc_no_rwqe()
+{
+	constexpr uint64_t WR1 = 0xc1, WR2 = 0xc2;
+	constexpr uint32_t IMM = 0x1234abcd;
+	const uint32_t psn = 0x7c0000;
+	point P0, P1, P2, P3;
+	region r;
+
+	ibv_qp_init_attr ia{};
+	ia.send_cq = dev.cq;
+	ia.recv_cq = dev.cq;
+	ia.qp_type = IBV_QPT_UC;
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ibv_qp *qp = ibv_create_qp(dev.pd, &ia);
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	if (!r.make(16384, access) || !qp || !to_rtr(qp, psn, access)) {
+		tap::check(false, "uc-no-rwqe: victim UC QP to RTR: %s", strerror(errno));
+		destroy_qp(qp);
+		return;
+	}
+	auto msg = [&](uint32_t at, uint32_t seed, std::vector<fields> &out) {
+		static const uint8_t ops[] = {OP_SEND_FIRST, OP_SEND_MIDDLE, OP_SEND_LAST};
+		static const size_t lens[] = {MTU, MTU, 500};
+		size_t off = 0;
+		for (int i = 0; i < 3; i++) {
+			fields f;
+			f.op = UC | ops[i], f.qpn = qp->qp_num, f.psn = psn_add(at, i);
+			for (size_t j = 0; j < lens[i]; j++)
+				f.payload.push_back(pattern(seed, off + j));
+			off += lens[i];
+			out.push_back(f);
+		}
+	};
+	auto write_imm = [&](uint32_t at, uint8_t byte) {
+		fields f;
+		f.op = UC | OP_WRITE_ONLY_IMM, f.qpn = qp->qp_num, f.psn = at;
+		f.va = (uintptr_t)r.buf + 8192, f.rkey = r.mr->rkey, f.dmalen = 16;
+		f.imm = IMM;
+		f.payload.assign(16, byte);
+		return f;
+	};
+	P0.report("uc-no-rwqe: victim UC QP %u in RTR, its receive queue empty", qp->qp_num);
+
+	// A 2548-byte SEND (FIRST, MIDDLE, LAST) and a WRITE ONLY with
+	// immediate, each with no receive WQE posted.
+	counters c0 = counters::read();
+	std::vector<fields> pkts;
+	msg(psn, 3, pkts);
+	pkts.push_back(write_imm(psn_add(psn, 3), 0x9d));
+	for (auto &f : pkts)
+		peer_send(f);
+	auto got = collect(P1, 0);
+	counters c1 = counters::read();
+	if (!got.empty())
+		P1.fail("the device answered: %s", list(got).c_str());
+	auto wc = wait_completions(0);
+	if (!wc.empty())
+		P1.fail("%zu completions, none expected", wc.size());
+	check_delta(P1, c0, c1, counters::DROP_STATE, 2);
+	check_delta(P1, c0, c1, counters::RNR_SENT, 0);
+	for (size_t i = 0; i < r.len; i++)
+		if (r.buf[i]) {
+			P1.fail("MR byte %zu written", i);
+			break;
+		}
+	P1.report("uc-no-rwqe: a SEND and a WRITE with immediate, no receive WQE: both dropped "
+		  "whole, no answer, no RNR NAK, rx_drop_qp_state +2");
+
+	// Receive WQEs now: the next two messages land.
+	for (uint64_t id : {WR1, WR2}) {
+		ibv_sge sge = {(uintptr_t)r.buf + (id - WR1) * 4096, 4096, r.mr->lkey};
+		ibv_recv_wr wr{}, *bad;
+		wr.wr_id = id;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		if (ibv_post_recv(qp, &wr, &bad))
+			P2.fail("post_recv: %s", strerror(errno));
+	}
+	pkts.clear();
+	msg(psn_add(psn, 4), 4, pkts);
+	pkts.push_back(write_imm(psn_add(psn, 7), 0x5a));
+	for (auto &f : pkts)
+		peer_send(f);
+	wc = wait_completions(2);
+	if (wc.size() != 2 || wc[0].wr_id != WR1 || wc[0].status != IBV_WC_SUCCESS ||
+	    wc[0].opcode != IBV_WC_RECV || wc[0].byte_len != 2548 || wc[1].wr_id != WR2 ||
+	    wc[1].status != IBV_WC_SUCCESS || wc[1].opcode != IBV_WC_RECV_RDMA_WITH_IMM ||
+	    wc[1].byte_len != 16 || !(wc[1].wc_flags & IBV_WC_WITH_IMM) ||
+	    ntohl(wc[1].imm_data) != IMM) {
+		P2.fail("%zu completions, want 0xc1 RECV 2548 bytes then 0xc2 RECV_RDMA_WITH_IMM "
+			"16 bytes, imm 0x%x", wc.size(), IMM);
+		for (auto &w : wc)
+			P2.fail("  wr_id 0x%llx %s opcode %d byte_len %u imm 0x%x",
+				(unsigned long long)w.wr_id, ibv_wc_status_str(w.status), w.opcode,
+				w.byte_len, ntohl(w.imm_data));
+	}
+	for (size_t i = 0; i < 2548; i++)
+		if (r.buf[i] != pattern(4, i)) {
+			P2.fail("received byte %zu differs", i);
+			break;
+		}
+	for (size_t i = 0; i < 16; i++)
+		if (r.buf[8192 + i] != 0x5a) {
+			P2.fail("written byte %zu differs", i);
+			break;
+		}
+	got = collect(P2, 0);
+	if (!got.empty())
+		P2.fail("the device answered: %s", list(got).c_str());
+	P2.report("uc-no-rwqe: then, with receive WQEs, the next SEND and WRITE with immediate "
+		  "complete with their data; still no answer on the wire");
+
+	if (state_of(qp) != IBV_QPS_RTR)
+		P3.fail("victim QP in %s", state_name(state_of(qp)));
+	P3.report("uc-no-rwqe: the victim QP stays in RTR");
+	destroy_qp(qp);
+}
+
 // ---- the case runner ----------------------------------------------------------
 
 struct wire_case {
@@ -1802,6 +1944,7 @@ const wire_case cases[] = {
 	 case_tamper_rewrite},
 	{"tamper-prod-ahead", "SQ prod moved ahead by more than the ring", case_tamper_prod_ahead},
 	{"tamper-prod-back", "SQ prod moved back below what was fetched", case_tamper_prod_back},
+	{"uc-no-rwqe", "UC messages that find the receive queue empty", case_uc_no_rwqe},
 	{"resp-race", "a failed SEND's next packet from another CPU (sroce_race.ko qp_error)",
 	 case_resp_race, true},
 };

@@ -17,6 +17,9 @@
 #                      resends carry the posted bytes
 #   tamper-prod-ahead  SQ prod moved beyond the ring: a corrupt ring
 #   tamper-prod-back   SQ prod moved back below what the kernel fetched
+#   uc-no-rwqe         a UC SEND and WRITE with immediate that find the
+#                      receive queue empty: dropped whole, no RNR NAK, counted;
+#                      the next ones land
 #   resp-race          with tests/kmod/sroce_race.ko holding the responder
 #                      between a failed SEND packet and the move to ERR,
 #                      the message's next packet from the other CPU is not
@@ -54,7 +57,7 @@ resp_race() {
 	return $rc
 }
 
-tap_plan 7
+tap_plan 8
 sroce_single_device || tap_bail "set-up: sroce0 on vethA"
 
 tap_check "dmalen: DMA lengths above 2^31 are NAKed Invalid Request, 2^31 Remote Access" \
@@ -65,6 +68,8 @@ tap_check "tamper-rewrite: SQ slots rewritten after the send, resends as posted"
 tap_check "tamper-prod-ahead: SQ prod beyond the ring is a corrupt ring" wire tamper-prod-ahead
 tap_check "tamper-prod-back: SQ prod below what was fetched is a corrupt ring" \
 	wire tamper-prod-back
+tap_check "uc-no-rwqe: UC messages with no receive WQE are dropped whole, silently" \
+	wire uc-no-rwqe
 tap_check "resp-race: a failed SEND's next packet, on another CPU, is not taken" resp_race
 tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" \
 	"$SROCE_MAD_OBJECTS"
