@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
-# Load and unload sroce 30 times (8 on the debug kernel, where kmemleak
+# Load and unload sroce 16 times (8 on the debug kernel, where kmemleak
 # finds a leak of one cycle and a cycle takes half a minute), creating
 # devices in two namespaces each time and leaving them for rmmod to
 # remove: no device, socket or netdev reference may survive, and nothing
@@ -17,7 +17,7 @@ trap sroce_reset EXIT
 if sroce_debug_kernel; then
 	LOOPS=${LOOPS:-8}
 else
-	LOOPS=${LOOPS:-30}
+	LOOPS=${LOOPS:-16}
 fi
 tap_plan 6
 
