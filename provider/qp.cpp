@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
 //
 // qp.cpp - queue pairs (create/modify/query/destroy, ibv_post_send,
-// ibv_post_recv), shared receive queues and address handles.
+// ibv_post_recv; XRC initiators and targets, ibv_open_qp), shared receive
+// queues (basic and XRC), address handles and XRC domains.
 //
 // The SQ, RQ and SRQ are rings we produce into (ring.hpp producer_ring)
 // and the kernel consumes; a slot comes back only when its WQE completed
@@ -156,14 +157,39 @@ static void free_qp(qp *q)
 static constexpr uint32_t kQpInitCompMask = IBV_QP_INIT_ATTR_PD |
 					    IBV_QP_INIT_ATTR_CREATE_FLAGS |
 					    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+// An XRC target is made in a domain (a PD, if given, is not used).
+static constexpr uint32_t kXrcRecvCompMask = IBV_QP_INIT_ATTR_XRCD |
+					     IBV_QP_INIT_ATTR_PD |
+					     IBV_QP_INIT_ATTR_CREATE_FLAGS;
+
+static bool ctx_has_xrc(uint32_t ctx_flags)
+{
+	return ctx_flags & SROCE_CTX_F_XRC;
+}
+
+// XRC_RECV: the domain is all it needs; it has no queue to post to, so
+// no send_ops_flags either.
+static int check_xrc_recv_init(const struct ibv_qp_init_attr_ex *attr)
+{
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)
+		return EINVAL;
+	if (attr->comp_mask & ~kXrcRecvCompMask)
+		return EOPNOTSUPP;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    attr->create_flags)
+		return EOPNOTSUPP;
+	return 0;
+}
 
 // Like rxe and mlx5 in rdma-core 44, everything we cannot do is
-// EOPNOTSUPP: other comp_mask bits, create flags, QP types, and
-// send_ops_flags with an unknown bit or an opcode the QP type does not
-// carry (supported_send_ops()).
+// EOPNOTSUPP: other comp_mask bits, create flags, QP types (the XRC ones
+// without SROCE_CTX_F_XRC), and send_ops_flags with an unknown bit or an
+// opcode the QP type does not carry (supported_send_ops()).
 static int check_qp_init(const struct ibv_qp_init_attr_ex *attr,
 			 uint32_t ctx_flags)
 {
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return ctx_has_xrc(ctx_flags) ? check_xrc_recv_init(attr) : EOPNOTSUPP;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
 		return EINVAL;
 	if (attr->comp_mask & ~kQpInitCompMask)
@@ -176,13 +202,23 @@ static int check_qp_init(const struct ibv_qp_init_attr_ex *attr,
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
 		break;
+	case IBV_QPT_XRC_SEND:
+		if (!ctx_has_xrc(ctx_flags))
+			return EOPNOTSUPP;
+		break;
 	default:
 		return EOPNOTSUPP;
 	}
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    (attr->send_ops_flags & ~supported_send_ops(attr->qp_type, ctx_flags)))
 		return EOPNOTSUPP;
-	if (!attr->send_cq || !attr->recv_cq)
+	if (!attr->send_cq)
+		return EINVAL;
+	// An XRC initiator receives nothing: its messages land in the
+	// target's SRQs (no recv_cq needed, no SRQ allowed).
+	if (attr->qp_type == IBV_QPT_XRC_SEND)
+		return attr->srq ? EINVAL : 0;
+	if (!attr->recv_cq)
 		return EINVAL;
 	return 0;
 }
@@ -196,21 +232,22 @@ static int setup_qp(qp *q, struct ibv_context *ibctx,
 {
 	const struct ibv_qp_cap &cap = attr->cap;
 
-	q->has_srq = attr->srq != nullptr;
+	q->has_rq = !attr->srq && attr->qp_type != IBV_QPT_XRC_SEND;
 	q->qpn = drv.qpn;
 	// The kernel's answer must cover the request and fit its own rings.
 	if (cap.max_send_wr < asked.max_send_wr ||
 	    cap.max_send_sge < asked.max_send_sge ||
 	    cap.max_inline_data < asked.max_inline_data ||
 	    drv.max_inline_data != cap.max_inline_data ||
-	    (!q->has_srq && (cap.max_recv_wr < asked.max_recv_wr ||
-			     cap.max_recv_sge < asked.max_recv_sge)))
+	    (q->has_rq && (cap.max_recv_wr < asked.max_recv_wr ||
+			   cap.max_recv_sge < asked.max_recv_sge)))
 		return EPROTO;
 
 	int ret = map_ring(ibctx, drv.sq, cap.max_send_wr, kRingMinStride,
 			   &q->sq, &q->sq_map, &q->sq_map_len);
 	if (ret)
 		return ret;
+	q->has_sq = true;
 	q->scaps = send_queue_caps{attr->qp_type, cap.max_send_sge,
 				   cap.max_inline_data, drv.sq.stride,
 				   ext_send_opcodes(attr->qp_type,
@@ -218,7 +255,7 @@ static int setup_qp(qp *q, struct ibv_context *ibctx,
 	if (!send_caps_ok(q->scaps))
 		return EPROTO;
 
-	if (q->has_srq) {
+	if (!q->has_rq) {
 		// No RQ of our own: the kernel must describe none.
 		if (drv.rq.entries || drv.rq.mmap_length)
 			return EPROTO;
@@ -234,6 +271,26 @@ static int setup_qp(qp *q, struct ibv_context *ibctx,
 	return 0;
 }
 
+// An XRC target: ib_core creates it without udata (no driver response
+// comes back), and it has no rings - only a handle for modify, query and
+// destroy, and the number initiators connect to.
+static struct ibv_qp *create_xrc_recv_qp(qp *q, struct ibv_context *ibctx,
+					 struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_create_qp_ex cmd = {};
+	struct ib_uverbs_ex_create_qp_resp resp = {};
+
+	int ret = sroce_cmd_create_qp_ex2(ibctx, &q->vqp, attr, &cmd, sizeof(cmd),
+					  &resp, sizeof(resp));
+	if (ret) {
+		free_qp(q);
+		errno = ret;
+		return nullptr;
+	}
+	q->qpn = q->vqp.qp.qp_num;
+	return &q->vqp.qp;
+}
+
 struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
 			    struct ibv_qp_init_attr_ex *attr)
 {
@@ -247,6 +304,8 @@ struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
 		errno = ENOMEM;
 		return nullptr;
 	}
+	if (attr->qp_type == IBV_QPT_XRC_RECV)
+		return create_xrc_recv_qp(q, ibctx, attr);
 
 	const struct ibv_qp_cap asked = attr->cap;
 	struct ibv_create_qp_ex cmd = {};
@@ -298,6 +357,29 @@ struct ibv_qp *create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr)
 	return ibqp;
 }
 
+// Another process's XRC target, by number in a domain both opened (the
+// op is only installed with SROCE_CTX_F_XRC): like one created here, a
+// handle without rings.  ib_core refuses other QP types.
+struct ibv_qp *open_qp(struct ibv_context *ibctx, struct ibv_qp_open_attr *attr)
+{
+	qp *q = alloc_qp();
+	if (!q) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	struct ibv_open_qp cmd = {};
+	struct ib_uverbs_create_qp_resp resp = {};
+	int ret = ibv_cmd_open_qp(ibctx, &q->vqp, static_cast<int>(sizeof(q->vqp)),
+				  attr, &cmd, sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free_qp(q);
+		errno = ret;
+		return nullptr;
+	}
+	q->qpn = attr->qp_num;
+	return &q->vqp.qp;
+}
+
 // The state the posts go by changes only once the kernel has made the
 // move (a failed command leaves the QP where it was).
 int modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
@@ -333,8 +415,9 @@ int destroy_qp(struct ibv_qp *ibqp)
 }
 
 // ibv_post_send: every WR that fits is encoded, then all of them are
-// published at once.  A QP in a state that takes no sends (RESET, INIT,
-// RTR) refuses the whole list: EINVAL at the first WR, nothing written.
+// published at once.  A QP without an SQ (an XRC target) or in a state
+// that takes no sends (RESET, INIT, RTR) refuses the whole list: EINVAL
+// at the first WR, nothing written.
 // Otherwise a WR that does not encode (EINVAL) or finds the SQ full
 // (ENOMEM) stops the list there, *bad_wr names it, and the WRs before it
 // are still posted.  A failed doorbell returns its errno with every WR
@@ -346,7 +429,7 @@ int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	int ret = 0;
 	bool kick = false;
 
-	if (!post_send_ok(*q)) {
+	if (!q->has_sq || !post_send_ok(*q)) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -412,8 +495,9 @@ int post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int ret;
 	bool kick = false;
 
-	// No RQ of its own, or RESET: the whole list is refused.
-	if (q->has_srq || !post_recv_ok(*q)) {
+	// No RQ of its own (an SRQ, or XRC), or RESET: the whole list is
+	// refused.
+	if (!q->has_rq || !post_recv_ok(*q)) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -444,50 +528,135 @@ static void free_srq(srq *s)
 	free(s);
 }
 
-struct ibv_srq *create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
+static srq *alloc_srq()
 {
 	void *mem = calloc(1, sizeof(srq));
-	if (!mem) {
+	if (!mem)
+		return nullptr;
+	srq *s = new (mem) srq();
+	pthread_spin_init(&s->lock, PTHREAD_PROCESS_PRIVATE);
+	return s;
+}
+
+// Map the ring of an SRQ the kernel created: the granted max_wr/max_sge
+// (what the command wrote back into *granted) must cover the request.
+// On failure the SRQ is destroyed again and freed, *granted restored.
+static struct ibv_srq *setup_srq(srq *s, struct ibv_context *ibctx,
+				 const struct ibv_srq_attr &asked,
+				 struct ibv_srq_attr *granted,
+				 const struct sroce_create_srq_resp &drv)
+{
+	s->srqn = drv.srqn;
+	int ret = EPROTO;
+	if (granted->max_wr >= asked.max_wr && granted->max_sge >= asked.max_sge)
+		ret = map_ring(ibctx, drv.rq, granted->max_wr, kRingMinStride,
+			       &s->ring, &s->map, &s->map_len);
+	if (!ret) {
+		s->caps = recv_queue_caps{granted->max_sge, drv.rq.stride};
+		if (!recv_caps_ok(s->caps))
+			ret = EPROTO;
+	}
+	if (ret) {
+		__verbs_log(verbs_get_ctx(ibctx), VERBS_LOG_ERR,
+			    "sroce: %s: cannot use the ring of SRQ %u: %s\n",
+			    ibctx->device->name, drv.srqn, strerror(ret));
+		unmap_ring(&s->ring, &s->map, &s->map_len);
+		ibv_cmd_destroy_srq(&s->vsrq.srq);
+		free_srq(s);
+		*granted = asked;
+		errno = ret;
+		return nullptr;
+	}
+	return &s->vsrq.srq;
+}
+
+struct ibv_srq *create_srq(struct ibv_pd *ibpd, struct ibv_srq_init_attr *attr)
+{
+	srq *s = alloc_srq();
+	if (!s) {
 		errno = ENOMEM;
 		return nullptr;
 	}
-	srq *s = new (mem) srq();
-	pthread_spin_init(&s->lock, PTHREAD_PROCESS_PRIVATE);
 
 	const struct ibv_srq_attr asked = attr->attr;
 	struct ibv_create_srq cmd = {};
 	create_srq_resp resp = {};
-	int ret = ibv_cmd_create_srq(ibpd, &s->ibv_srq, attr, &cmd, sizeof(cmd),
+	int ret = ibv_cmd_create_srq(ibpd, &s->vsrq.srq, attr, &cmd, sizeof(cmd),
 				     resp.core(), sizeof(resp));
 	if (ret) {
 		free_srq(s);
 		errno = ret;
 		return nullptr;
 	}
+	return setup_srq(s, ibpd->context, asked, &attr->attr, resp.drv);
+}
 
-	s->srqn = resp.drv.srqn;
-	ret = EPROTO;
-	if (attr->attr.max_wr >= asked.max_wr && attr->attr.max_sge >= asked.max_sge)
-		ret = map_ring(ibpd->context, resp.drv.rq, attr->attr.max_wr,
-			       kRingMinStride, &s->ring, &s->map, &s->map_len);
-	if (!ret) {
-		s->caps = recv_queue_caps{attr->attr.max_sge, resp.drv.rq.stride};
-		if (!recv_caps_ok(s->caps))
-			ret = EPROTO;
+// The ibv_srq_init_attr_ex parts we support: a PD always; an XRC SRQ's
+// domain and CQ.  Tag matching is EOPNOTSUPP.
+static constexpr uint32_t kSrqInitCompMask = IBV_SRQ_INIT_ATTR_PD |
+					     IBV_SRQ_INIT_ATTR_TYPE |
+					     IBV_SRQ_INIT_ATTR_XRCD |
+					     IBV_SRQ_INIT_ATTR_CQ;
+
+// ibv_create_srq_ex() comes here for what ibv_create_srq cannot say: an
+// XRC SRQ (with SROCE_CTX_F_XRC), or a basic one with more comp_mask
+// bits.  Both are the same ring as create_srq's.
+struct ibv_srq *create_srq_ex(struct ibv_context *ibctx,
+			      struct ibv_srq_init_attr_ex *attr)
+{
+	// ibv_cmd_create_srq_ex's write() path picks the command by
+	// srq_type whether or not IBV_SRQ_INIT_ATTR_TYPE says it is set:
+	// pass a copy that says BASIC when the caller named no type.
+	struct ibv_srq_init_attr_ex a = *attr;
+	if (!(a.comp_mask & IBV_SRQ_INIT_ATTR_TYPE)) {
+		a.comp_mask |= IBV_SRQ_INIT_ATTR_TYPE;
+		a.srq_type = IBV_SRQT_BASIC;
 	}
+	int ret = 0;
+	if (a.comp_mask & ~kSrqInitCompMask)
+		ret = EOPNOTSUPP;
+	else if (a.srq_type == IBV_SRQT_XRC)
+		ret = (to_sctx(ibctx)->flags & SROCE_CTX_F_XRC) ? 0 : EOPNOTSUPP;
+	else if (a.srq_type != IBV_SRQT_BASIC)
+		ret = EOPNOTSUPP;
 	if (ret) {
-		__verbs_log(verbs_get_ctx(ibpd->context), VERBS_LOG_ERR,
-			    "sroce: %s: cannot use the ring of SRQ %u: %s\n",
-			    ibpd->context->device->name, resp.drv.srqn,
-			    strerror(ret));
-		unmap_ring(&s->ring, &s->map, &s->map_len);
-		ibv_cmd_destroy_srq(&s->ibv_srq);
-		free_srq(s);
-		attr->attr = asked;
 		errno = ret;
 		return nullptr;
 	}
-	return &s->ibv_srq;
+	srq *s = alloc_srq();
+	if (!s) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+
+	const struct ibv_srq_attr asked = attr->attr;
+	struct ibv_create_xsrq cmd = {};
+	create_srq_resp resp = {};
+	ret = ibv_cmd_create_srq_ex(ibctx, &s->vsrq, &a, &cmd, sizeof(cmd),
+				    resp.core(), sizeof(resp));
+	if (ret) {
+		free_srq(s);
+		errno = ret;
+		return nullptr;
+	}
+	attr->attr = a.attr;	// the granted max_wr and max_sge
+	// No libibverbs code runs after this op (after create_srq it does),
+	// and ibv_cmd_create_srq_ex sets pd only from rdma-core 58 on.
+	s->vsrq.srq.srq_context = attr->srq_context;
+	s->vsrq.srq.pd = attr->pd;
+	return setup_srq(s, ibctx, asked, &attr->attr, resp.drv);
+}
+
+// ibv_get_srq_num(3): the number initiators name an XRC SRQ by, as
+// ib_core answered the create.  A basic SRQ has none to give (EINVAL).
+int get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	const srq *s = to_ssrq(ibsrq);
+
+	if (s->vsrq.srq_type != IBV_SRQT_XRC)
+		return EINVAL;
+	*srq_num = s->vsrq.srq_num;
+	return 0;
 }
 
 int modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int attr_mask)
@@ -561,6 +730,43 @@ int destroy_ah(struct ibv_ah *ibah)
 	if (ret)
 		return ret;
 	free(to_sah(ibah));
+	return 0;
+}
+
+// ---- XRC domains --------------------------------------------------------------------
+//
+// Only installed with SROCE_CTX_F_XRC.  A domain is ib_core's object: the
+// kernel keeps no driver state we need, so libibverbs' verbs_xrcd (its
+// handle) is all there is.
+
+struct ibv_xrcd *open_xrcd(struct ibv_context *ibctx,
+			   struct ibv_xrcd_init_attr *attr)
+{
+	auto *x = static_cast<struct verbs_xrcd *>(calloc(1, sizeof(struct verbs_xrcd)));
+	if (!x) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	struct ibv_open_xrcd cmd = {};
+	struct ib_uverbs_open_xrcd_resp resp = {};
+	int ret = ibv_cmd_open_xrcd(ibctx, x, static_cast<int>(sizeof(*x)), attr, &cmd,
+				    sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(x);
+		errno = ret;
+		return nullptr;
+	}
+	return &x->xrcd;
+}
+
+int close_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	struct verbs_xrcd *x = to_vxrcd(ibxrcd);
+
+	int ret = ibv_cmd_close_xrcd(x);
+	if (ret)
+		return ret;
+	free(x);
 	return 0;
 }
 

@@ -36,13 +36,17 @@
 //               misaligned atomic or one without an 8-byte buffer, a
 //               setter without a builder before it, wr_set_ud_addr on a
 //               connected QP or without an AH, a UD WR without
-//               wr_set_ud_addr, BIND_MW without a window (ibv_post_send's
-//               EINVAL for the same WRs, see wqe.hpp)
+//               wr_set_ud_addr, wr_set_xrc_srqn on a QP other than
+//               XRC_SEND or with a number over 24 bits, an XRC_SEND WR
+//               that goes to the wire (not LOCAL_INV or BIND_MW) without
+//               wr_set_xrc_srqn, BIND_MW without a window
+//               (ibv_post_send's EINVAL for the same WRs, see wqe.hpp)
 //   EINVAL      ibv_wr_atomic_write to a misaligned address, ibv_wr_flush
 //               with a length over 2^31 or an unknown type or level
-//   EOPNOTSUPP  builders/setters of operations this device has no
-//               send_ops_flags bit for (TSO, XRC SRQN); installed so
-//               that a call fails instead of jumping to NULL
+//   EOPNOTSUPP  builders of operations this device has no send_ops_flags
+//               bit for (TSO; ATOMIC_WRITE and FLUSH where the kernel
+//               lacks them); installed so that a call fails instead of
+//               jumping to NULL
 // (rxe's ENOSPC for a full queue or too many SGEs is not used: ENOMEM and
 // EINVAL keep ibv_wr_complete's answers the same as ibv_post_send's.)
 //
@@ -108,8 +112,9 @@ static uint32_t qp_ex_to_ext_ops(uint64_t flags)
 }
 
 // RC: every opcode of ibv_post_send, and ATOMIC WRITE and FLUSH where the
-// kernel has them (ctx_flags); UC: no READ, atomics or SEND with
-// Invalidate; UD: SEND and SEND with immediate (wqe.hpp's tables).
+// kernel has them (ctx_flags); XRC_SEND: RC's, without those two; UC: no
+// READ, atomics or SEND with Invalidate; UD: SEND and SEND with immediate
+// (wqe.hpp's tables).
 uint64_t supported_send_ops(enum ibv_qp_type qp_type, uint32_t ctx_flags)
 {
 	return send_opcodes_for(qp_type) |
@@ -133,7 +138,7 @@ static void close_wr(qp *q)
 
 	if (!b.open)
 		return;
-	if (b.need_ud) {
+	if (b.need_ud || b.need_xrc) {
 		wr_fail(q, EINVAL);
 		return;
 	}
@@ -171,6 +176,10 @@ static send_wqe_builder *begin_wr(struct ibv_qp_ex *ibqp, unsigned opcode)
 	b.n++;
 	b.open = true;
 	b.need_ud = q->scaps.qp_type == IBV_QPT_UD;
+	// ibv_wr_post(3): the QP setter is mandatory for every operation
+	// but the local ones (LOCAL_INV, BIND_MW), which have no target.
+	b.need_xrc = q->scaps.qp_type == IBV_QPT_XRC_SEND &&
+		     !(kLocalOpcodes & wr_bit(opcode));
 	b.inline_sges = wqe_flags & SROCE_WQE_F_INLINE;
 	return &b.wqe;
 }
@@ -205,6 +214,7 @@ static void wr_start(struct ibv_qp_ex *ibqp)
 	q->wr.err = post_send_ok(*q) ? 0 : EINVAL;
 	q->wr.open = false;
 	q->wr.need_ud = false;
+	q->wr.need_xrc = false;
 	q->wr.inline_sges = false;
 }
 
@@ -360,12 +370,6 @@ static void wr_send_tso(struct ibv_qp_ex *ibqp, void *, uint16_t, uint16_t)
 	wr_unsupported(to_sqp(ibqp));
 }
 
-
-static void wr_set_xrc_srqn(struct ibv_qp_ex *ibqp, uint32_t)
-{
-	wr_unsupported(to_sqp(ibqp));
-}
-
 // ---- setters ----------------------------------------------------------------------------
 
 static void set_sges(qp *q, const struct ibv_sge *list, size_t n)
@@ -435,6 +439,24 @@ static void wr_set_ud_addr(struct ibv_qp_ex *ibqp, struct ibv_ah *ibah,
 	}
 	w->set_ud(to_sah(ibah)->ah_num, remote_qpn, remote_qkey);
 	q->wr.need_ud = false;
+}
+
+// The remote SRQ of the open WR.  Like wr_set_ud_addr on a connected QP,
+// this setter on a QP of another type is an invalid WR (EINVAL), and so
+// is a number the XRCETH cannot carry.
+static void wr_set_xrc_srqn(struct ibv_qp_ex *ibqp, uint32_t remote_srqn)
+{
+	qp *q = to_sqp(ibqp);
+	send_wqe_builder *w = current_wr(q);
+
+	if (!w)
+		return;
+	if (q->scaps.qp_type != IBV_QPT_XRC_SEND || remote_srqn > kXrcSrqnMax) {
+		wr_fail(q, EINVAL);
+		return;
+	}
+	w->set_xrc_srqn(remote_srqn);
+	q->wr.need_xrc = false;
 }
 
 // ---- creation -----------------------------------------------------------------------------

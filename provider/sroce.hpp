@@ -106,12 +106,18 @@ struct wr_batch {
 	int err;			// first error of the batch, 0 if none
 	bool open;			// wqe is begun and not yet finished
 	bool need_ud;			// open WR on a UD QP lacks wr_set_ud_addr
+	bool need_xrc;			// open WR on an XRC_SEND QP that goes to
+					// the wire lacks wr_set_xrc_srqn
 	bool inline_sges;		// wr_flags had IBV_SEND_INLINE: the SGE
 					// setters copy the bytes inline
 };
 
 // A queue pair: the SQ and (without an SRQ) the RQ are rings we produce
-// into and the kernel consumes (uapi/sroce-abi.h).  sq_lock guards the
+// into and the kernel consumes (uapi/sroce-abi.h).  An XRC initiator
+// (XRC_SEND) has an SQ and no RQ; an XRC target (XRC_RECV, created or
+// opened by number) has neither: ib_core makes it without driver data,
+// its requests come from the initiator and its receives from the SRQs of
+// its domain.  has_sq / has_rq say which rings exist.  sq_lock guards the
 // SQ producer side (sq, its shadow prod, wr), rq_lock the RQ's; both
 // are spinlocks held while WQEs are written and never across a system
 // call - ibv_post_send holds sq_lock for one call, the ibv_wr_* API from
@@ -136,8 +142,9 @@ struct qp {
 	size_t sq_map_len;
 	void *rq_map;
 	size_t rq_map_len;
-	uint32_t qpn;			// sroce_create_qp_resp.qpn
-	bool has_srq;
+	uint32_t qpn;			// sroce_create_qp_resp.qpn (or ib_core's)
+	bool has_sq;			// sq is mapped (not an XRC target)
+	bool has_rq;			// rq is mapped (no SRQ, not XRC)
 	// ibv_qp_ex: the opcodes send_ops_flags enabled (wr_bit() of each
 	// ibv_wr_opcode: IBV_QP_EX_WITH_<op> == wr_bit(IBV_WR_<op>)), 0 for
 	// a QP that is not an ibv_qp_ex, and the batch in progress.
@@ -146,9 +153,12 @@ struct qp {
 };
 static_assert(offsetof(qp, vqp) == 0);
 
-// A shared receive queue: one ring of struct sroce_recv_wqe.
+// A shared receive queue: one ring of struct sroce_recv_wqe.  Basic and
+// XRC SRQs are the same ring; an XRC SRQ also has its domain, its CQ and
+// the number initiators name it by (vsrq.srq_type, xrcd, cq, srq_num, as
+// ibv_cmd_create_srq_ex set them).
 struct srq {
-	struct ibv_srq ibv_srq;		// must be first
+	struct verbs_srq vsrq;		// vsrq.srq first: must be first
 	pthread_spinlock_t lock;
 	producer_ring ring;
 	recv_queue_caps caps;
@@ -156,7 +166,7 @@ struct srq {
 	size_t map_len;
 	uint32_t srqn;			// sroce_create_srq_resp.srqn
 };
-static_assert(offsetof(srq, ibv_srq) == 0);
+static_assert(offsetof(srq, vsrq) == 0 && offsetof(struct verbs_srq, srq) == 0);
 
 static inline context *to_sctx(struct ibv_context *ibctx)
 {
@@ -187,7 +197,13 @@ static inline qp *to_sqp(struct ibv_qp_ex *ibqp)
 
 static inline srq *to_ssrq(struct ibv_srq *ibsrq)
 {
-	return reinterpret_cast<srq *>(ibsrq);
+	return reinterpret_cast<srq *>(ibsrq);	// vsrq.srq at offset 0
+}
+
+static inline struct verbs_xrcd *to_vxrcd(struct ibv_xrcd *ibxrcd)
+{
+	return container_of<struct verbs_xrcd>(ibxrcd,
+					       offsetof(struct verbs_xrcd, xrcd));
 }
 
 static inline cq *to_scq(struct ibv_cq *ibcq)
@@ -342,6 +358,7 @@ int resize_cq(struct ibv_cq *ibcq, int cqe);
 struct ibv_qp *create_qp(struct ibv_pd *ibpd, struct ibv_qp_init_attr *attr);
 struct ibv_qp *create_qp_ex(struct ibv_context *ibctx,
 			    struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *open_qp(struct ibv_context *ibctx, struct ibv_qp_open_attr *attr);
 int modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask);
 int query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 	     struct ibv_qp_init_attr *init_attr);
@@ -394,6 +411,9 @@ void init_qp_ex(qp *q, uint64_t send_ops_flags);
 
 struct ibv_srq *create_srq(struct ibv_pd *ibpd,
 			   struct ibv_srq_init_attr *attr);
+struct ibv_srq *create_srq_ex(struct ibv_context *ibctx,
+			      struct ibv_srq_init_attr_ex *attr);
+int get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num);
 int modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int attr_mask);
 int query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr);
 int destroy_srq(struct ibv_srq *ibsrq);
@@ -402,6 +422,11 @@ int post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 struct ibv_ah *create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr);
 int destroy_ah(struct ibv_ah *ibah);
+
+// XRC domains (qp.cpp): ib_core's own objects, no driver data.
+struct ibv_xrcd *open_xrcd(struct ibv_context *ibctx,
+			   struct ibv_xrcd_init_attr *attr);
+int close_xrcd(struct ibv_xrcd *ibxrcd);
 
 } // namespace sroce
 

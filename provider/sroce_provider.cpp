@@ -140,8 +140,11 @@ static void sroce_free_context(struct ibv_context *ibctx)
 
 // Everything not set stays NULL and libibverbs answers for it itself
 // (EOPNOTSUPP / ENOSYS).  Built in a constexpr function so the table is
-// constant-initialized and still names only what we implement.
-static constexpr struct verbs_context_ops make_ctx_ops()
+// constant-initialized and still names only what we implement.  The XRC
+// entry points are offered only where the kernel has XRC
+// (SROCE_CTX_F_XRC); create_qp_ex and create_srq_ex refuse the XRC types
+// themselves otherwise.
+static constexpr struct verbs_context_ops make_ctx_ops(bool xrc)
 {
 	struct verbs_context_ops ops = {};
 
@@ -157,6 +160,7 @@ static constexpr struct verbs_context_ops make_ctx_ops()
 	ops.create_qp = create_qp;
 	ops.create_qp_ex = create_qp_ex;
 	ops.create_srq = create_srq;
+	ops.create_srq_ex = create_srq_ex;
 	ops.dealloc_mw = dealloc_mw;
 	ops.dealloc_pd = dealloc_pd;
 	ops.dereg_mr = dereg_mr;
@@ -181,9 +185,16 @@ static constexpr struct verbs_context_ops make_ctx_ops()
 	ops.req_notify_cq = req_notify_cq;
 	ops.rereg_mr = rereg_mr;
 	ops.resize_cq = resize_cq;
+	if (xrc) {
+		ops.close_xrcd = close_xrcd;
+		ops.get_srq_num = get_srq_num;
+		ops.open_qp = open_qp;
+		ops.open_xrcd = open_xrcd;
+	}
 	return ops;
 }
-static constinit const struct verbs_context_ops sroce_ctx_ops = make_ctx_ops();
+static constinit const struct verbs_context_ops sroce_ctx_ops = make_ctx_ops(false);
+static constinit const struct verbs_context_ops sroce_ctx_ops_xrc = make_ctx_ops(true);
 
 static struct verbs_context *sroce_alloc_context(struct ibv_device *ibdev,
 						 int cmd_fd, void *)
@@ -219,7 +230,8 @@ static struct verbs_context *sroce_alloc_context(struct ibv_device *ibdev,
 	ctx->flags = resp.drv.flags;
 	ctx->max_inline_data = resp.drv.max_inline_data;
 
-	verbs_set_ops(&ctx->ibv_ctx, &sroce_ctx_ops);
+	verbs_set_ops(&ctx->ibv_ctx, (ctx->flags & SROCE_CTX_F_XRC) ? &sroce_ctx_ops_xrc
+								   : &sroce_ctx_ops);
 	return &ctx->ibv_ctx;
 
 err:

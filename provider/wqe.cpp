@@ -32,6 +32,11 @@ int encode_send_wqe(void *slot, const send_queue_caps &caps,
 
 	send_wqe_builder b;
 	b.start(slot, wr->wr_id, opcode, wqe_flags);
+	if (caps.qp_type == IBV_QPT_XRC_SEND) {
+		if (wr->qp_type.xrc.remote_srqn > kXrcSrqnMax)
+			return EINVAL;
+		b.set_xrc_srqn(wr->qp_type.xrc.remote_srqn);
+	}
 
 	switch (opcode) {
 	case IBV_WR_RDMA_WRITE_WITH_IMM:

@@ -36,6 +36,7 @@ namespace sroce {
 
 static_assert(sizeof(struct sroce_send_wqe) == SROCE_SEND_WQE_HDR);
 static_assert(offsetof(struct sroce_send_wqe, ex) == 16);
+static_assert(offsetof(struct sroce_send_wqe, xrc_srqn) == 20);
 static_assert(offsetof(struct sroce_send_wqe, wr) == 24);
 static_assert(sizeof(struct sroce_recv_wqe) == SROCE_RECV_WQE_HDR);
 static_assert(sizeof(struct sroce_sge) == 16);
@@ -127,7 +128,7 @@ constexpr uint32_t recv_wqe_stride(uint32_t max_sge)
 // create_qp response.  The encoders trust these numbers, so the QP code
 // checks them with send_caps_ok() once before use.
 struct send_queue_caps {
-	enum ibv_qp_type qp_type;	// IBV_QPT_RC, _UC or _UD
+	enum ibv_qp_type qp_type;	// IBV_QPT_RC, _UC, _UD or _XRC_SEND
 	uint32_t max_sge;		// ibv_qp_cap.max_send_sge
 	uint32_t max_inline;		// ibv_qp_cap.max_inline_data
 	uint32_t stride;		// bytes per SQ slot
@@ -144,7 +145,7 @@ struct recv_queue_caps {
 constexpr bool send_caps_ok(const send_queue_caps &c)
 {
 	return (c.qp_type == IBV_QPT_RC || c.qp_type == IBV_QPT_UC ||
-		c.qp_type == IBV_QPT_UD) &&
+		c.qp_type == IBV_QPT_UD || c.qp_type == IBV_QPT_XRC_SEND) &&
 	       is_pow2(c.stride) && c.stride >= kRingMinStride &&
 	       c.max_sge <= send_wqe_max_sge(c.stride) &&
 	       c.max_inline <= send_wqe_max_inline(c.stride);
@@ -167,6 +168,9 @@ constexpr uint32_t wr_bit(unsigned opcode)
 // (the BTH opcode sets of IBTA 9.2) and as rxe's rxe_wr_opcode_info has
 // them: UC has no READ, atomics or SEND with Invalidate; UD only sends.
 // LOCAL_INV and BIND_MW (type 2 windows) are local operations on RC/UC.
+// An XRC initiator (XRC_SEND) carries RC's operations (IBTA A14: XRC's
+// opcodes are RC's under another transport), each to the remote SRQ its
+// WQE names.
 inline constexpr uint32_t kRcOpcodes =
 	wr_bit(IBV_WR_RDMA_WRITE) | wr_bit(IBV_WR_RDMA_WRITE_WITH_IMM) |
 	wr_bit(IBV_WR_SEND) | wr_bit(IBV_WR_SEND_WITH_IMM) |
@@ -219,6 +223,7 @@ constexpr uint32_t send_opcodes_for(enum ibv_qp_type qp_type)
 {
 	switch (qp_type) {
 	case IBV_QPT_RC:
+	case IBV_QPT_XRC_SEND:
 		return kRcOpcodes;
 	case IBV_QPT_UC:
 		return kUcOpcodes;
@@ -246,6 +251,10 @@ constexpr int check_send_opcode(const send_queue_caps &caps, unsigned opcode)
 		return 0;
 	return (caps.ext_opcodes & kAtomicWriteOpcode & wr_bit(opcode)) ? 0 : EINVAL;
 }
+
+// The XRCETH carries an SRQ number in 24 bits: a larger one cannot reach
+// the wire, and cutting it would send the message to another SRQ.
+inline constexpr uint32_t kXrcSrqnMax = 0xffffff;
 
 inline constexpr unsigned kSupportedSendFlags =
 	IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
@@ -375,6 +384,9 @@ public:
 		wqe_->wr.bind_mw.access = bi->mw_access_flags;
 		return 0;
 	}
+
+	// XRC_SEND: the remote SRQ (<= kXrcSrqnMax, checked by the caller).
+	void set_xrc_srqn(uint32_t srqn) { wqe_->xrc_srqn = srqn; }
 
 	// *_WITH_IMM: network byte order, passed through untouched.
 	void set_imm_data(__be32 imm_data) { wqe_->ex.imm_data = imm_data; }
@@ -531,7 +543,10 @@ private:
 // QP type, unsupported send flag, num_sge outside [0, caps.max_sge],
 // inline payload over caps.max_inline, UD without an AH, atomic with a
 // misaligned remote address or a local buffer under 8 bytes, BIND_MW
-// without a window (or without an MR while binding a non-zero length).
+// without a window (or without an MR while binding a non-zero length),
+// on XRC_SEND a qp_type.xrc.remote_srqn over 24 bits.  Every WQE of an
+// XRC_SEND queue carries wr->qp_type.xrc.remote_srqn (the local
+// operations too, which do not use it); on other queues xrc_srqn is 0.
 // The sg_list of LOCAL_INV and BIND_MW is not used (they carry no data).
 int encode_send_wqe(void *slot, const send_queue_caps &caps,
 		    const struct ibv_send_wr *wr);

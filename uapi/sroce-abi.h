@@ -40,6 +40,7 @@ struct sroce_alloc_ucontext_resp {
  */
 #define SROCE_CTX_F_ATOMIC_WRITE	(1U << 0)	/* SROCE_WR_ATOMIC_WRITE */
 #define SROCE_CTX_F_FLUSH		(1U << 1)	/* SROCE_WR_FLUSH */
+#define SROCE_CTX_F_XRC			(1U << 2)	/* XRC QPs, SRQs, domains */
 
 /* Response to ibv_alloc_pd. */
 struct sroce_alloc_pd_resp {
@@ -161,7 +162,7 @@ struct sroce_send_wqe {
 		__be32 imm_data;
 		__u32 invalidate_rkey;
 	} ex;
-	__u32 reserved;
+	__u32 xrc_srqn;			/* XRC_SEND QPs: the remote SRQ */
 	union {
 		struct {
 			__aligned_u64 remote_addr;

@@ -15,11 +15,12 @@
  *                            verbs_context_ops, the verbs objects
  *                            (verbs_cq, verbs_mr, verbs_qp, verbs_srq,
  *                            verbs_xrcd), verbs_init_cq and the ibv_cmd_*()
- *                            prototypes for contexts, PDs, MRs, MWs, CQs,
- *                            SRQs, QPs, AHs and multicast
+ *                            prototypes for contexts, PDs, XRC domains,
+ *                            MRs, MWs, CQs, SRQs, QPs, AHs and multicast
  *   libibverbs/kern-abi.h    write() command structs (struct ibv_get_context,
  *                            ibv_create_cq, ibv_reg_mr, ibv_create_qp_ex,
- *                            ibv_post_send ...), struct ex_hdr
+ *                            ibv_open_xrcd, ibv_open_qp, ibv_post_send
+ *                            ...), struct ex_hdr
  *   libibverbs/cmd*.c        what each helper sends and fills in (noted at
  *                            the prototypes)
  *   libibverbs/libibverbs.map.in   which symbols carry IBVERBS_PRIVATE_<N>
@@ -477,6 +478,18 @@ struct ibv_alloc_pd {			/* IB_USER_VERBS_CMD_ALLOC_PD */
 };
 
 /*
+ * OPEN_XRCD: an XRC domain, new (fd -1) or the one shared through an
+ * inode (fd, oflags O_CREAT / O_EXCL).  CLOSE_XRCD is built by
+ * ibv_cmd_close_xrcd() itself.
+ */
+struct ibv_open_xrcd {			/* IB_USER_VERBS_CMD_OPEN_XRCD */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__u32 fd;
+	__u32 oflags;
+};
+
+/*
  * The commands of the verbs objects (CQ, MR, MW, QP, SRQ).  Only the ones
  * a provider passes to an ibv_cmd_* helper (or writes itself) are here;
  * the helpers build the others (destroy_*, req_notify_cq, create_ah,
@@ -548,6 +561,21 @@ struct ibv_create_qp {			/* IB_USER_VERBS_CMD_CREATE_QP */
 	__u8 qp_type;
 	__u8 is_srq;
 	__u8 reserved;
+};
+
+/*
+ * OPEN_QP: another handle on an existing XRC target QP, found by its
+ * number in an XRC domain (pd_handle is the XRCD's handle); the response
+ * is CREATE_QP's.
+ */
+struct ibv_open_qp {			/* IB_USER_VERBS_CMD_OPEN_QP */
+	struct ib_uverbs_cmd_hdr hdr;
+	__aligned_u64 response;
+	__aligned_u64 user_handle;
+	__u32 pd_handle;
+	__u32 qpn;
+	__u8 qp_type;
+	__u8 reserved[7];
 };
 
 struct ibv_query_qp {			/* IB_USER_VERBS_CMD_QUERY_QP */
@@ -777,6 +805,22 @@ int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
 		     struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
 int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
 
+/* ---- XRC domains ---- */
+/*
+ * open_xrcd: EOPNOTSUPP for attr->comp_mask bits from
+ * IBV_XRCD_INIT_ATTR_RESERVED on, EINVAL without both FD and OFLAGS;
+ * write() OPEN_XRCD {fd, oflags}.  On success xrcd->xrcd.context and,
+ * when vxrcd_size covers the member, handle (comp_mask VERBS_XRCD_HANDLE).
+ * Unchanged from 44 to 65.
+ */
+int ibv_cmd_open_xrcd(struct ibv_context *context, struct verbs_xrcd *xrcd,
+		      int vxrcd_size,
+		      struct ibv_xrcd_init_attr *attr,
+		      struct ibv_open_xrcd *cmd, size_t cmd_size,
+		      struct ib_uverbs_open_xrcd_resp *resp, size_t resp_size);
+/* The XRCD_DESTROY ioctl, else write() CLOSE_XRCD {xrcd->handle}. */
+int ibv_cmd_close_xrcd(struct verbs_xrcd *xrcd);
+
 /*
  * Called by libibverbs itself right after the provider's create_cq /
  * create_cq_ex returns (context, channel refcount, cq_context, event
@@ -878,6 +922,17 @@ int ibv_cmd_create_srq(struct ibv_pd *pd,
 		       struct ibv_srq *srq, struct ibv_srq_init_attr *attr,
 		       struct ibv_create_srq *cmd, size_t cmd_size,
 		       struct ib_uverbs_create_srq_resp *resp, size_t resp_size);
+/*
+ * create_srq_ex: EOPNOTSUPP for comp_mask bits from
+ * IBV_SRQ_INIT_ATTR_RESERVED on, EINVAL without IBV_SRQ_INIT_ATTR_PD (or,
+ * for IBV_SRQT_XRC, without XRCD and CQ).  The SRQ_CREATE ioctl, else
+ * write() CREATE_SRQ for IBV_SRQT_BASIC (attr_ex->srq_type read as it is)
+ * and CREATE_XSRQ otherwise; the driver response follows the core one
+ * either way.  Sets srq->srq's context, handle (pd only from 58 on) and,
+ * for an XRC SRQ, srq_type, srq_num (the response's srqn), xrcd and cq;
+ * attr_ex->attr gets the granted max_wr and max_sge.  pd and srq_context
+ * are the provider's to set (nothing in libibverbs runs after the op).
+ */
 int ibv_cmd_create_srq_ex(struct ibv_context *context,
 			  struct verbs_srq *srq,
 			  struct ibv_srq_init_attr_ex *attr_ex,
@@ -914,6 +969,19 @@ int ibv_cmd_create_qp_ex2(struct ibv_context *context,
 			  , struct ibv_command_buffer *driver
 #endif
 			  );
+/*
+ * open_qp: EOPNOTSUPP for comp_mask bits from IBV_QP_OPEN_ATTR_RESERVED
+ * on, EINVAL without XRCD, NUM and TYPE; write() OPEN_QP {user_handle = qp,
+ * pd_handle = the XRCD's handle, qpn, qp_type}.  On success the ibv_qp's
+ * handle, context, qp_context, qp_num, qp_type, state IBV_QPS_UNKNOWN,
+ * mutex/cond (pd, CQs, srq NULL) and, when vqp_sz covers the member,
+ * xrcd (comp_mask VERBS_QP_XRCD).  Unchanged from 44 to 65.
+ */
+int ibv_cmd_open_qp(struct ibv_context *context,
+		    struct verbs_qp *qp, int vqp_sz,
+		    struct ibv_qp_open_attr *attr,
+		    struct ibv_open_qp *cmd, size_t cmd_size,
+		    struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask,
 		     struct ibv_qp_init_attr *qp_init_attr,
@@ -964,12 +1032,14 @@ int ibv_cmd_destroy_ah(struct ibv_ah *ah);
 SROCE_ABI_ASSERT_CMD(ibv_get_context, ib_uverbs_get_context, response);
 SROCE_ABI_ASSERT_CMD(ibv_query_port, ib_uverbs_query_port, response);
 SROCE_ABI_ASSERT_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd, response);
+SROCE_ABI_ASSERT_CMD(ibv_open_xrcd, ib_uverbs_open_xrcd, response);
 SROCE_ABI_ASSERT_CMD(ibv_alloc_mw, ib_uverbs_alloc_mw, response);
 SROCE_ABI_ASSERT_CMD(ibv_create_cq, ib_uverbs_create_cq, response);
 SROCE_ABI_ASSERT_CMD(ibv_resize_cq, ib_uverbs_resize_cq, response);
 SROCE_ABI_ASSERT_CMD(ibv_reg_mr, ib_uverbs_reg_mr, response);
 SROCE_ABI_ASSERT_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr, response);
 SROCE_ABI_ASSERT_CMD(ibv_create_qp, ib_uverbs_create_qp, response);
+SROCE_ABI_ASSERT_CMD(ibv_open_qp, ib_uverbs_open_qp, response);
 SROCE_ABI_ASSERT_CMD(ibv_query_qp, ib_uverbs_query_qp, response);
 SROCE_ABI_ASSERT_CMD(ibv_modify_qp, ib_uverbs_modify_qp, dest);
 SROCE_ABI_ASSERT_CMD(ibv_create_srq, ib_uverbs_create_srq, response);
@@ -979,6 +1049,14 @@ SROCE_ABI_ASSERT_CMD(ibv_query_srq, ib_uverbs_query_srq, response);
 SROCE_ABI_ASSERT_CMD(ibv_post_send, ib_uverbs_post_send, response);
 SROCE_ABI_ASSERT_CMD(ibv_post_recv, ib_uverbs_post_recv, response);
 SROCE_ABI_ASSERT_CMD(ibv_post_srq_recv, ib_uverbs_post_srq_recv, response);
+static_assert(offsetof(struct ibv_open_xrcd, oflags) ==
+		      sizeof(struct ib_uverbs_cmd_hdr) +
+			      offsetof(struct ib_uverbs_open_xrcd, oflags),
+	      "ibv_open_xrcd layout");
+static_assert(offsetof(struct ibv_open_qp, qp_type) ==
+		      sizeof(struct ib_uverbs_cmd_hdr) +
+			      offsetof(struct ib_uverbs_open_qp, qp_type),
+	      "ibv_open_qp layout");
 static_assert(offsetof(struct ibv_query_port, port_num) ==
 		      sizeof(struct ib_uverbs_cmd_hdr) +
 			      offsetof(struct ib_uverbs_query_port, port_num),

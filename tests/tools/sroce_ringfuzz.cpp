@@ -1682,7 +1682,7 @@ void fz_sq_wqe(victim &v, bool in_flight)
 			break;
 		case 8:
 			if (chance(r, 50))
-				w.reserved = static_cast<uint32_t>(r());
+				w.xrc_srqn = static_cast<uint32_t>(r());
 			else
 				w.wr.rdma.reserved = static_cast<uint32_t>(r());
 			break;

@@ -1490,7 +1490,7 @@ void tamper_rewrite(series &s)
 		auto *q = reinterpret_cast<sroce_send_wqe *>(slot);
 		const wqe_spec &sp = series_wqes[w];
 		q->ex.imm_data = htonl(0x5a5a5a5a);
-		q->reserved = 0;
+		q->xrc_srqn = 0;
 		if (sp.inl) {
 			memset(slot + SROCE_SEND_WQE_HDR, 0xee, q->inline_len);
 			q->inline_len += 3;

@@ -15,7 +15,12 @@
 //     GET_CONTEXT, QUERY_DEVICE, EX_QUERY_DEVICE, QUERY_PORT, ALLOC_PD,
 //     DEALLOC_PD, CREATE_COMP_CHANNEL, CREATE_CQ, RESIZE_CQ, DESTROY_CQ,
 //     REQ_NOTIFY_CQ, REG_MR, REREG_MR, DEREG_MR, CREATE_AH and DESTROY_AH
-//     (ah_num = 0x1000 + handle) like kernel/sroce_*.c
+//     (ah_num = 0x1000 + handle), QUERY_QP, and XRC: OPEN_XRCD /
+//     CLOSE_XRCD (domains shared through an inode, as ib_core does),
+//     CREATE_XSRQ (ib_core's XRC SRQ number = 0x5000 + handle, the driver's
+//     srqn = handle, so a test sees which one the provider gives out),
+//     CREATE_QP of XRC_INI (SQ ring only) and XRC_TGT (in a domain, no
+//     udata, no rings), OPEN_QP of a target QP by number, like kernel/sroce_*.c
 //     and ib_core do (core structs from <rdma/ib_user_verbs.h>, driver
 //     udata from <sroce-abi.h>, the kernel's errnos);
 //   - mmap() of that fd at a ring's offset maps the CQ ring (a memfd the
@@ -41,7 +46,8 @@
 // ("entries", "stride", "length" or "offset": describe the ring wrongly in
 // the create/resize response), FAKE_MMAP_FAIL (mmap of a ring fails with
 // ENOMEM), FAKE_MODIFY_QP_ERRNO (MODIFY_QP fails with this errno and
-// changes nothing).
+// changes nothing), FAKE_SROCE_CTX_FLAGS (SROCE_CTX_F_* in the context
+// response, default 0: no ATOMIC WRITE, FLUSH or XRC).
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -139,8 +145,12 @@ constexpr uint32_t kQpsReset = 0, kQpsErr = 6;	// enum ib_qp_state
 struct fake_qp {
 	bool live;
 	int owner_fd;
-	unsigned sq_ring, rq_ring;	// rq_ring unused with an SRQ
+	unsigned sq_ring, rq_ring;	// only with has_sq / has_rq
 	bool has_srq;
+	bool has_sq;			// not an XRC target
+	bool has_rq;			// no SRQ, not XRC
+	uint32_t qp_type;		// enum ib_uverbs_qp_type
+	unsigned domain;		// XRC target: its domain (g_domains)
 	uint32_t sq_entries, sq_stride, rq_entries, rq_stride;
 	uint32_t qpn;
 	uint32_t state;			// enum ib_uverbs_qp_state value
@@ -152,6 +162,27 @@ struct fake_srq {
 	int owner_fd;
 	unsigned ring;
 	uint32_t entries, stride, max_sge, limit;
+	bool xrc;
+	unsigned domain;		// XRC: its domain (g_domains)
+};
+
+// XRC domains: a handle (uobject, per file) names a domain, which several
+// handles share when opened through one inode (ib_core's xrcd_tree).
+constexpr unsigned kMaxXrcd = 64;	// handles 1..kMaxXrcd-1
+constexpr unsigned kMaxDomain = 64;	// domains 1..kMaxDomain-1
+constexpr uint32_t kXrcSrqnBase = 0x5000;
+constexpr uint32_t kSrqtBasic = 0, kSrqtXrc = 1;	// enum ib_srq_type
+struct fake_xrcd {
+	bool live;
+	int owner_fd;
+	unsigned domain;
+};
+struct fake_domain {
+	bool live;
+	bool has_inode;
+	dev_t dev;
+	ino_t ino;
+	unsigned handles;		// live fake_xrcd naming it
 };
 
 // An address handle (sroce_create_ah): UD send WQEs name it by ah_num.
@@ -170,6 +201,8 @@ fake_mr g_mrs[kMaxMr];
 fake_qp g_qps[kMaxQp];
 fake_srq g_srqs[kMaxSrq];
 fake_ah g_ahs[kMaxAh];
+fake_xrcd g_xrcds[kMaxXrcd];
+fake_domain g_domains[kMaxDomain];
 unsigned g_next_qpn = 16;
 user_map g_maps[kMaxUserMaps];
 unsigned g_key_gen;
@@ -268,7 +301,7 @@ int do_get_context(fake_file *f, const void *req, const cmd_sizes &sz)
 	core.num_comp_vectors = 1;
 	drv.abi_version = static_cast<__u32>(
 		env_long("FAKE_SROCE_CTX_ABI", SROCE_UVERBS_ABI_VERSION));
-	drv.flags = 0;
+	drv.flags = static_cast<__u32>(env_long("FAKE_SROCE_CTX_FLAGS", 0));
 	drv.max_inline_data = 64;
 	// core part, then the driver part limited to the udata length
 	put(cmd->response, &core, sizeof(core), sz.core_out);
@@ -690,6 +723,102 @@ uint32_t min_u32(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
+// ---- XRC domains (ib_core: ib_uverbs_open_xrcd / close_xrcd) ------------------------
+
+fake_xrcd *xrcd_lookup(int fd, uint32_t handle)
+{
+	if (handle == 0 || handle >= kMaxXrcd || !g_xrcds[handle].live ||
+	    g_xrcds[handle].owner_fd != fd)
+		return nullptr;
+	return &g_xrcds[handle];
+}
+
+// SRQs and target QPs (created or opened) in a domain, any file's.
+bool domain_in_use(unsigned dom)
+{
+	for (unsigned i = 1; i < kMaxQp; i++)
+		if (g_qps[i].live && g_qps[i].qp_type == IB_UVERBS_QPT_XRC_TGT &&
+		    g_qps[i].domain == dom)
+			return true;
+	for (unsigned i = 1; i < kMaxSrq; i++)
+		if (g_srqs[i].live && g_srqs[i].xrc && g_srqs[i].domain == dom)
+			return true;
+	return false;
+}
+
+void xrcd_release(fake_xrcd &x)
+{
+	fake_domain &d = g_domains[x.domain];
+	if (--d.handles == 0)
+		d = fake_domain{};
+	x = fake_xrcd{};
+}
+
+// fd -1: a new domain.  Otherwise the domain of that file's inode, made
+// with O_CREAT if there is none (EAGAIN without), EINVAL with O_EXCL if
+// there is one.
+int do_open_xrcd(int fd, const void *req, const cmd_sizes &sz, char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_open_xrcd *>(req);
+	const int ufd = static_cast<int>(cmd->fd);
+	snprintf(detail, dlen, " fd=%d oflags=0x%x", ufd, cmd->oflags);
+	unsigned dom = 0;
+	struct stat st = {};
+	if (ufd != -1) {
+		static auto real_fstat = real<int (*)(int, struct stat *)>("fstat");
+		if (real_fstat(ufd, &st) != 0)
+			return EBADF;
+		for (unsigned i = 1; i < kMaxDomain; i++)
+			if (g_domains[i].live && g_domains[i].has_inode &&
+			    g_domains[i].dev == st.st_dev && g_domains[i].ino == st.st_ino)
+				dom = i;
+		if (!dom && !(cmd->oflags & O_CREAT))
+			return EAGAIN;
+		if (dom && (cmd->oflags & O_EXCL))
+			return EINVAL;
+	}
+	unsigned h = 0;
+	for (unsigned i = 1; i < kMaxXrcd && !h; i++)
+		if (!g_xrcds[i].live)
+			h = i;
+	if (!dom)
+		for (unsigned i = 1; i < kMaxDomain && !dom; i++)
+			if (!g_domains[i].live)
+				dom = i;
+	if (!h || !dom)
+		return ENOMEM;
+	fake_domain &d = g_domains[dom];
+	if (!d.live) {
+		d = fake_domain{};
+		d.live = true;
+		d.has_inode = ufd != -1;
+		d.dev = st.st_dev;
+		d.ino = st.st_ino;
+	}
+	d.handles++;
+	g_xrcds[h] = fake_xrcd{true, fd, dom};
+	ib_uverbs_open_xrcd_resp r = {};
+	r.xrcd_handle = h;
+	put(cmd->response, &r, sizeof(r), sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail), " handle=%u domain=%u", h,
+		 dom);
+	return 0;
+}
+
+// The last handle on a domain that SRQs or target QPs still use: EBUSY.
+int do_close_xrcd(int fd, const void *req, char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_close_xrcd *>(req);
+	snprintf(detail, dlen, " handle=%u", cmd->xrcd_handle);
+	fake_xrcd *x = xrcd_lookup(fd, cmd->xrcd_handle);
+	if (!x)
+		return EINVAL;
+	if (g_domains[x->domain].handles == 1 && domain_in_use(x->domain))
+		return EBUSY;
+	xrcd_release(*x);
+	return 0;
+}
+
 int do_create_qp(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 		 char *detail, size_t dlen)
 {
@@ -699,19 +828,32 @@ int do_create_qp(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 		 cmd->qp_type, cmd->max_send_wr, cmd->max_recv_wr, cmd->max_send_sge,
 		 cmd->max_recv_sge, cmd->max_inline_data, cmd->is_srq ? cmd->srq_handle : 0,
 		 cmd->sq_sig_all);
-	if (!pd_ok(f, cmd->pd_handle) || !cq_lookup(fd, cmd->send_cq_handle) ||
-	    !cq_lookup(fd, cmd->recv_cq_handle))
+	const bool tgt = cmd->qp_type == IB_UVERBS_QPT_XRC_TGT;
+	const bool ini = cmd->qp_type == IB_UVERBS_QPT_XRC_INI;
+	unsigned dom = 0;
+	// ib_uverbs_create_qp: a target's pd_handle is its XRCD's; an
+	// initiator's recv CQ and SRQ are not looked at.
+	if (tgt) {
+		fake_xrcd *x = xrcd_lookup(fd, cmd->pd_handle);
+		if (!x)
+			return EINVAL;
+		dom = x->domain;
+	} else if (!pd_ok(f, cmd->pd_handle) || !cq_lookup(fd, cmd->send_cq_handle) ||
+		   (!ini && !cq_lookup(fd, cmd->recv_cq_handle))) {
 		return EINVAL;
-	if (cmd->is_srq && !srq_lookup(fd, cmd->srq_handle))
+	}
+	if (!ini && !tgt && cmd->is_srq && !srq_lookup(fd, cmd->srq_handle))
 		return EINVAL;
 	if (cmd->qp_type != IB_UVERBS_QPT_RC && cmd->qp_type != IB_UVERBS_QPT_UC &&
-	    cmd->qp_type != IB_UVERBS_QPT_UD)
+	    cmd->qp_type != IB_UVERBS_QPT_UD && !ini && !tgt)
 		return EOPNOTSUPP;
-	if (cmd->max_send_wr > kMaxQpWr || cmd->max_recv_wr > kMaxQpWr ||
-	    cmd->max_send_sge > kMaxQpSge || cmd->max_recv_sge > kMaxQpSge ||
-	    cmd->max_inline_data > kMaxInline)
+	if (!tgt && (cmd->max_send_wr > kMaxQpWr || cmd->max_recv_wr > kMaxQpWr ||
+		     cmd->max_send_sge > kMaxQpSge || cmd->max_recv_sge > kMaxQpSge ||
+		     cmd->max_inline_data > kMaxInline))
 		return EINVAL;
-	if (sz.out - sz.core_out < sizeof(sroce_create_qp_resp))
+	// A target is made without udata (create_xrc_qp_user): nothing to
+	// check, nothing written after the core response.
+	if (!tgt && sz.out - sz.core_out < sizeof(sroce_create_qp_resp))
 		return EINVAL;
 	unsigned h = 0;
 	for (unsigned i = 1; i < kMaxQp; i++)
@@ -722,15 +864,22 @@ int do_create_qp(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 	if (!h)
 		return ENOMEM;
 	fake_qp q = {};
-	q.has_srq = cmd->is_srq;
-	q.sq_entries = round_up_pow2(max_u32(cmd->max_send_wr, 1));
-	q.sq_stride = round_up_pow2(SROCE_SEND_WQE_HDR +
-				    max_u32(max_u32(cmd->max_send_sge * 16, cmd->max_inline_data), 16));
-	int sr = ring_alloc(f, fd, q.sq_entries, q.sq_stride);
-	if (sr < 0)
-		return ENOMEM;
-	q.sq_ring = static_cast<unsigned>(sr);
-	if (!q.has_srq) {
+	q.qp_type = cmd->qp_type;
+	q.domain = dom;
+	q.has_srq = !ini && !tgt && cmd->is_srq;
+	q.has_sq = !tgt;
+	q.has_rq = !q.has_srq && !ini && !tgt;
+	if (q.has_sq) {
+		q.sq_entries = round_up_pow2(max_u32(cmd->max_send_wr, 1));
+		q.sq_stride = round_up_pow2(SROCE_SEND_WQE_HDR +
+					    max_u32(max_u32(cmd->max_send_sge * 16,
+							    cmd->max_inline_data), 16));
+		int sr = ring_alloc(f, fd, q.sq_entries, q.sq_stride);
+		if (sr < 0)
+			return ENOMEM;
+		q.sq_ring = static_cast<unsigned>(sr);
+	}
+	if (q.has_rq) {
 		q.rq_entries = round_up_pow2(max_u32(cmd->max_recv_wr, 1));
 		q.rq_stride = round_up_pow2(max_u32(SROCE_RECV_WQE_HDR +
 						    max_u32(cmd->max_recv_sge, 1) * 16, 64));
@@ -745,22 +894,29 @@ int do_create_qp(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 	q.owner_fd = fd;
 	q.qpn = g_next_qpn++;
 	q.state = kQpsReset;
-	ring_hdr(g_rings[q.sq_ring])->flags = SROCE_RING_F_NEED_KICK;
+	if (q.has_sq)
+		ring_hdr(g_rings[q.sq_ring])->flags = SROCE_RING_F_NEED_KICK;
 	g_qps[h] = q;
 
-	const uint32_t sq_room = q.sq_stride - SROCE_SEND_WQE_HDR;
-	const uint32_t rq_room = q.has_srq ? 0 : q.rq_stride - SROCE_RECV_WQE_HDR;
 	ib_uverbs_create_qp_resp core = {};
 	core.qp_handle = h;
 	core.qpn = q.qpn;
+	if (tgt) {
+		put(cmd->response, &core, sizeof(core), sz.core_out);
+		snprintf(detail + strlen(detail), dlen - strlen(detail),
+			 " handle=%u qpn=%u domain=%u", h, q.qpn, dom);
+		return 0;
+	}
+	const uint32_t sq_room = q.sq_stride - SROCE_SEND_WQE_HDR;
+	const uint32_t rq_room = q.has_rq ? q.rq_stride - SROCE_RECV_WQE_HDR : 0;
 	core.max_send_wr = q.sq_entries;
-	core.max_recv_wr = q.has_srq ? 0 : q.rq_entries;
+	core.max_recv_wr = q.has_rq ? q.rq_entries : 0;
 	core.max_send_sge = min_u32(sq_room / 16, 255);
 	core.max_recv_sge = min_u32(rq_room / 16, kMaxQpSge);
 	core.max_inline_data = min_u32(sq_room, kMaxInline);
 	sroce_create_qp_resp drv = {};
 	qp_ring_info(g_rings[q.sq_ring], q.sq_entries, q.sq_stride, &drv.sq);
-	if (!q.has_srq)
+	if (q.has_rq)
 		qp_ring_info(g_rings[q.rq_ring], q.rq_entries, q.rq_stride, &drv.rq);
 	drv.qpn = q.qpn;
 	drv.max_inline_data = core.max_inline_data;
@@ -779,10 +935,50 @@ int do_create_qp(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 	return 0;
 }
 
+// ib_uverbs_open_qp + ib_open_qp: a new handle on a live XRC target of
+// the domain the XRCD handle names (whichever file created it).
+int do_open_qp(int fd, const void *req, const cmd_sizes &sz, char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_open_qp *>(req);
+	snprintf(detail, dlen, " xrcd=%u qpn=%u type=%u", cmd->pd_handle, cmd->qpn,
+		 cmd->qp_type);
+	fake_xrcd *x = xrcd_lookup(fd, cmd->pd_handle);
+	if (!x || cmd->qp_type != IB_UVERBS_QPT_XRC_TGT)
+		return EINVAL;
+	unsigned target = 0;
+	for (unsigned i = 1; i < kMaxQp && !target; i++)
+		if (g_qps[i].live && g_qps[i].qp_type == IB_UVERBS_QPT_XRC_TGT &&
+		    g_qps[i].qpn == cmd->qpn && g_qps[i].domain == x->domain)
+			target = i;
+	if (!target)
+		return EINVAL;
+	unsigned h = 0;
+	for (unsigned i = 1; i < kMaxQp && !h; i++)
+		if (!g_qps[i].live)
+			h = i;
+	if (!h)
+		return ENOMEM;
+	fake_qp q = {};
+	q.live = true;
+	q.owner_fd = fd;
+	q.qp_type = IB_UVERBS_QPT_XRC_TGT;
+	q.domain = x->domain;
+	q.qpn = cmd->qpn;
+	q.state = g_qps[target].state;
+	g_qps[h] = q;
+	ib_uverbs_create_qp_resp r = {};
+	r.qp_handle = h;
+	r.qpn = q.qpn;
+	put(cmd->response, &r, sizeof(r), sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail), " handle=%u", h);
+	return 0;
+}
+
 void qp_release(fake_qp &q)
 {
-	ring_free(q.sq_ring);
-	if (!q.has_srq)
+	if (q.has_sq)
+		ring_free(q.sq_ring);
+	if (q.has_rq)
 		ring_free(q.rq_ring);
 	q = fake_qp{};
 }
@@ -818,18 +1014,39 @@ int do_modify_qp(int fd, const void *req, char *detail, size_t dlen)
 	if (cmd->qp_state > kQpsErr)
 		return EINVAL;
 	q->state = cmd->qp_state;
-	sroce_ring_hdr *sq = ring_hdr(g_rings[q->sq_ring]);
-	sroce_ring_hdr *rq = q->has_srq ? nullptr : ring_hdr(g_rings[q->rq_ring]);
+	sroce_ring_hdr *sq = q->has_sq ? ring_hdr(g_rings[q->sq_ring]) : nullptr;
+	sroce_ring_hdr *rq = q->has_rq ? ring_hdr(g_rings[q->rq_ring]) : nullptr;
 	if (q->state == kQpsErr) {
-		__atomic_or_fetch(&sq->flags, SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK,
-				  __ATOMIC_SEQ_CST);
+		if (sq)
+			__atomic_or_fetch(&sq->flags,
+					  SROCE_RING_F_ERROR | SROCE_RING_F_NEED_KICK,
+					  __ATOMIC_SEQ_CST);
 		if (rq)
 			__atomic_or_fetch(&rq->flags, SROCE_RING_F_ERROR, __ATOMIC_SEQ_CST);
 	} else if (q->state == kQpsReset) {
-		__atomic_and_fetch(&sq->flags, ~SROCE_RING_F_ERROR, __ATOMIC_SEQ_CST);
+		if (sq)
+			__atomic_and_fetch(&sq->flags, ~SROCE_RING_F_ERROR, __ATOMIC_SEQ_CST);
 		if (rq)
 			__atomic_and_fetch(&rq->flags, ~SROCE_RING_F_ERROR, __ATOMIC_SEQ_CST);
 	}
+	return 0;
+}
+
+// The state and the granted queue sizes (sroce_query_qp).
+int do_query_qp(int fd, const void *req, const cmd_sizes &sz, char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_query_qp *>(req);
+	snprintf(detail, dlen, " handle=%u mask=0x%x", cmd->qp_handle, cmd->attr_mask);
+	fake_qp *q = qp_lookup(fd, cmd->qp_handle);
+	if (!q)
+		return EINVAL;
+	ib_uverbs_query_qp_resp r = {};
+	r.qp_state = static_cast<__u8>(q->state);
+	r.cur_qp_state = r.qp_state;
+	r.max_send_wr = q->sq_entries;
+	r.max_recv_wr = q->rq_entries;
+	put(cmd->response, &r, sizeof(r), sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail), " state=%u", q->state);
 	return 0;
 }
 
@@ -857,16 +1074,16 @@ int do_post(int fd, bool send, const void *req, const cmd_sizes &sz, char *detai
 	return 0;
 }
 
-int do_create_srq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
-		  char *detail, size_t dlen)
+// What CREATE_SRQ and CREATE_XSRQ share (ib_core, then sroce_create_srq):
+// the request is checked, the ring made, the response written.  dom is
+// the XRC domain of an XRC SRQ, 0 for a basic one.
+int srq_create(fake_file *f, int fd, uint32_t pd, uint32_t max_wr, uint32_t max_sge,
+	       uint32_t limit, unsigned dom, __u64 response, const cmd_sizes &sz,
+	       char *detail, size_t dlen)
 {
-	auto *cmd = static_cast<const ib_uverbs_create_srq *>(req);
-	snprintf(detail, dlen, " max_wr=%u max_sge=%u limit=%u", cmd->max_wr,
-		 cmd->max_sge, cmd->srq_limit);
-	if (!pd_ok(f, cmd->pd_handle))
+	if (!pd_ok(f, pd))
 		return EINVAL;
-	if (!cmd->max_wr || cmd->max_wr > kMaxQpWr || cmd->max_sge > kMaxQpSge ||
-	    cmd->srq_limit > cmd->max_wr)
+	if (!max_wr || max_wr > kMaxQpWr || max_sge > kMaxQpSge || limit > max_wr)
 		return EINVAL;
 	if (sz.out - sz.core_out < sizeof(sroce_create_srq_resp))
 		return EINVAL;
@@ -879,8 +1096,8 @@ int do_create_srq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 	if (!h)
 		return ENOMEM;
 	fake_srq s = {};
-	s.entries = round_up_pow2(cmd->max_wr);
-	s.stride = round_up_pow2(max_u32(SROCE_RECV_WQE_HDR + max_u32(cmd->max_sge, 1) * 16, 64));
+	s.entries = round_up_pow2(max_wr);
+	s.stride = round_up_pow2(max_u32(SROCE_RECV_WQE_HDR + max_u32(max_sge, 1) * 16, 64));
 	int r = ring_alloc(f, fd, s.entries, s.stride);
 	if (r < 0)
 		return ENOMEM;
@@ -888,22 +1105,56 @@ int do_create_srq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
 	s.live = true;
 	s.owner_fd = fd;
 	s.max_sge = min_u32((s.stride - SROCE_RECV_WQE_HDR) / 16, kMaxQpSge);
-	s.limit = cmd->srq_limit;
+	s.limit = limit;
+	s.xrc = dom != 0;
+	s.domain = dom;
 	g_srqs[h] = s;
 
 	ib_uverbs_create_srq_resp core = {};
 	core.srq_handle = h;
 	core.max_wr = s.entries;
 	core.max_sge = s.max_sge;
-	core.srqn = h;
+	core.srqn = s.xrc ? kXrcSrqnBase + h : h;
 	sroce_create_srq_resp drv = {};
 	qp_ring_info(g_rings[s.ring], s.entries, s.stride, &drv.rq);
 	drv.srqn = h;
-	put(cmd->response, &core, sizeof(core), sz.core_out);
-	put(cmd->response + sz.core_out, &drv, sizeof(drv), sz.out - sz.core_out);
-	snprintf(detail + strlen(detail), dlen - strlen(detail), " handle=%u rq=%u*%u",
-		 h, s.entries, s.stride);
+	put(response, &core, sizeof(core), sz.core_out);
+	put(response + sz.core_out, &drv, sizeof(drv), sz.out - sz.core_out);
+	snprintf(detail + strlen(detail), dlen - strlen(detail),
+		 " handle=%u srqn=%u rq=%u*%u", h, core.srqn, s.entries, s.stride);
 	return 0;
+}
+
+int do_create_srq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+		  char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_create_srq *>(req);
+	snprintf(detail, dlen, " max_wr=%u max_sge=%u limit=%u", cmd->max_wr,
+		 cmd->max_sge, cmd->srq_limit);
+	return srq_create(f, fd, cmd->pd_handle, cmd->max_wr, cmd->max_sge,
+			  cmd->srq_limit, 0, cmd->response, sz, detail, dlen);
+}
+
+// ib_uverbs_create_xsrq: an XRC SRQ's domain and CQ are looked up (the
+// basic type takes neither, tag matching sroce does not have).
+int do_create_xsrq(fake_file *f, int fd, const void *req, const cmd_sizes &sz,
+		   char *detail, size_t dlen)
+{
+	auto *cmd = static_cast<const ib_uverbs_create_xsrq *>(req);
+	snprintf(detail, dlen, " type=%u xrcd=%u cq=%u max_wr=%u max_sge=%u limit=%u",
+		 cmd->srq_type, cmd->xrcd_handle, cmd->cq_handle, cmd->max_wr,
+		 cmd->max_sge, cmd->srq_limit);
+	unsigned dom = 0;
+	if (cmd->srq_type == kSrqtXrc) {
+		fake_xrcd *x = xrcd_lookup(fd, cmd->xrcd_handle);
+		if (!x || !cq_lookup(fd, cmd->cq_handle))
+			return EINVAL;
+		dom = x->domain;
+	} else if (cmd->srq_type != kSrqtBasic) {
+		return EOPNOTSUPP;
+	}
+	return srq_create(f, fd, cmd->pd_handle, cmd->max_wr, cmd->max_sge,
+			  cmd->srq_limit, dom, cmd->response, sz, detail, dlen);
 }
 
 int do_destroy_srq(int fd, const void *req, const cmd_sizes &sz, char *detail,
@@ -1166,6 +1417,9 @@ void release_file(int fd)
 	for (unsigned i = 1; i < kMaxAh; i++)
 		if (g_ahs[i].live && g_ahs[i].owner_fd == fd)
 			g_ahs[i] = fake_ah{};
+	for (unsigned i = 1; i < kMaxXrcd; i++)
+		if (g_xrcds[i].live && g_xrcds[i].owner_fd == fd)
+			xrcd_release(g_xrcds[i]);
 	for (unsigned i = 1; i < kMaxCq; i++)
 		if (g_cqs[i].live && g_cqs[i].owner_fd == fd) {
 			ring_free(g_cqs[i].ring);
@@ -1316,6 +1570,31 @@ int handle_write(fake_file *f, int fd, const void *buf, size_t len)
 		sz.core_in = sizeof(ib_uverbs_create_srq);
 		sz.core_out = sizeof(ib_uverbs_create_srq_resp);
 		break;
+	case IB_USER_VERBS_CMD_CREATE_XSRQ:
+		name = "CREATE_XSRQ";
+		sz.core_in = sizeof(ib_uverbs_create_xsrq);
+		sz.core_out = sizeof(ib_uverbs_create_srq_resp);
+		break;
+	case IB_USER_VERBS_CMD_OPEN_XRCD:
+		name = "OPEN_XRCD";
+		sz.core_in = sizeof(ib_uverbs_open_xrcd);
+		sz.core_out = sizeof(ib_uverbs_open_xrcd_resp);
+		break;
+	case IB_USER_VERBS_CMD_CLOSE_XRCD:
+		name = "CLOSE_XRCD";
+		sz.core_in = sizeof(ib_uverbs_close_xrcd);
+		sz.core_out = 0;
+		break;
+	case IB_USER_VERBS_CMD_OPEN_QP:
+		name = "OPEN_QP";
+		sz.core_in = sizeof(ib_uverbs_open_qp);
+		sz.core_out = sizeof(ib_uverbs_create_qp_resp);
+		break;
+	case IB_USER_VERBS_CMD_QUERY_QP:
+		name = "QUERY_QP";
+		sz.core_in = sizeof(ib_uverbs_query_qp);
+		sz.core_out = sizeof(ib_uverbs_query_qp_resp);
+		break;
 	case IB_USER_VERBS_CMD_DESTROY_SRQ:
 		name = "DESTROY_SRQ";
 		sz.core_in = sizeof(ib_uverbs_destroy_srq);
@@ -1398,6 +1677,21 @@ int handle_write(fake_file *f, int fd, const void *buf, size_t len)
 			break;
 		case IB_USER_VERBS_CMD_DESTROY_SRQ:
 			ret = do_destroy_srq(fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_CREATE_XSRQ:
+			ret = do_create_xsrq(f, fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_OPEN_XRCD:
+			ret = do_open_xrcd(fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_CLOSE_XRCD:
+			ret = do_close_xrcd(fd, req, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_OPEN_QP:
+			ret = do_open_qp(fd, req, sz, detail, sizeof(detail));
+			break;
+		case IB_USER_VERBS_CMD_QUERY_QP:
+			ret = do_query_qp(fd, req, sz, detail, sizeof(detail));
 			break;
 		case IB_USER_VERBS_CMD_CREATE_AH:
 			ret = do_create_ah(f, fd, req, sz, detail, sizeof(detail));
@@ -1696,11 +1990,11 @@ __attribute__((visibility("default"))) int fake_uverbs_qp_ring(uint32_t handle, 
 	if (handle == 0 || handle >= kMaxQp || !g_qps[handle].live)
 		return -EINVAL;
 	const fake_qp &q = g_qps[handle];
-	if (which == 0) {
+	if (which == 0 && q.has_sq) {
 		*kmap = g_rings[q.sq_ring].kmap;
 		*entries = q.sq_entries;
 		*stride = q.sq_stride;
-	} else if (which == 1 && !q.has_srq) {
+	} else if (which == 1 && q.has_rq) {
 		*kmap = g_rings[q.rq_ring].kmap;
 		*entries = q.rq_entries;
 		*stride = q.rq_stride;

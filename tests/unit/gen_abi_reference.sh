@@ -167,12 +167,14 @@ EOF
 		echo "S($t)"
 		for f in $fields; do echo "F($t, $f)"; done
 	done <<'CMDS'
+ibv_open_xrcd hdr response fd oflags
 ibv_alloc_mw hdr response pd_handle mw_type reserved
 ibv_create_cq hdr response user_handle cqe comp_vector comp_channel reserved
 ibv_resize_cq hdr response cq_handle cqe
 ibv_reg_mr hdr response start length hca_va pd_handle access_flags
 ibv_rereg_mr hdr response mr_handle flags start length hca_va pd_handle access_flags
 ibv_create_qp hdr response user_handle pd_handle send_cq_handle recv_cq_handle srq_handle max_send_wr max_recv_wr max_send_sge max_recv_sge max_inline_data sq_sig_all qp_type is_srq reserved
+ibv_open_qp hdr response user_handle pd_handle qpn qp_type reserved
 ibv_query_qp hdr response qp_handle attr_mask
 ibv_modify_qp hdr dest alt_dest qp_handle attr_mask qkey rq_psn sq_psn dest_qp_num qp_access_flags pkey_index alt_pkey_index qp_state cur_qp_state path_mtu path_mig_state en_sqd_async_notify max_rd_atomic max_dest_rd_atomic min_rnr_timer port_num timeout retry_cnt rnr_retry alt_port_num alt_timeout reserved
 ibv_create_srq hdr response user_handle pd_handle max_wr max_sge srq_limit
@@ -189,7 +191,7 @@ ibv_modify_qp_ex hdr base rate_limit reserved
 CMDS
 	# kernel responses the provider hands to the helpers (the installed
 	# linux-libc-dev header against rdma-core's copy)
-	for t in ib_uverbs_create_cq_resp ib_uverbs_ex_create_cq_resp ib_uverbs_resize_cq_resp \
+	for t in ib_uverbs_open_xrcd_resp ib_uverbs_create_cq_resp ib_uverbs_ex_create_cq_resp ib_uverbs_resize_cq_resp \
 		ib_uverbs_reg_mr_resp ib_uverbs_rereg_mr_resp ib_uverbs_alloc_mw_resp \
 		ib_uverbs_create_qp_resp ib_uverbs_ex_create_qp_resp ib_uverbs_ex_modify_qp_resp \
 		ib_uverbs_create_srq_resp ib_uverbs_create_ah_resp ib_uverbs_post_send_resp \
@@ -215,14 +217,14 @@ CMDS
 protos="verbs_register_driver_$pabi "'__verbs_log _verbs_init_and_alloc_context
 	verbs_uninit_context verbs_set_ops verbs_init_cq
 	ibv_cmd_get_context ibv_cmd_query_device_any ibv_cmd_query_port
-	ibv_cmd_alloc_pd ibv_cmd_dealloc_pd
+	ibv_cmd_alloc_pd ibv_cmd_dealloc_pd ibv_cmd_open_xrcd ibv_cmd_close_xrcd
 	ibv_cmd_reg_mr ibv_cmd_rereg_mr ibv_cmd_dereg_mr ibv_cmd_advise_mr
 	ibv_cmd_reg_dmabuf_mr ibv_cmd_alloc_mw ibv_cmd_dealloc_mw
 	ibv_cmd_create_cq ibv_cmd_create_cq_ex ibv_cmd_poll_cq ibv_cmd_req_notify_cq
 	ibv_cmd_resize_cq ibv_cmd_destroy_cq
 	ibv_cmd_create_srq ibv_cmd_create_srq_ex ibv_cmd_modify_srq ibv_cmd_query_srq
 	ibv_cmd_destroy_srq
-	ibv_cmd_create_qp ibv_cmd_create_qp_ex ibv_cmd_create_qp_ex2 ibv_cmd_query_qp
+	ibv_cmd_create_qp ibv_cmd_create_qp_ex ibv_cmd_create_qp_ex2 ibv_cmd_open_qp ibv_cmd_query_qp
 	ibv_cmd_modify_qp ibv_cmd_modify_qp_ex ibv_cmd_destroy_qp
 	ibv_cmd_post_send ibv_cmd_post_recv ibv_cmd_post_srq_recv
 	ibv_cmd_attach_mcast ibv_cmd_detach_mcast ibv_cmd_create_ah ibv_cmd_destroy_ah'

@@ -1042,11 +1042,303 @@ TEST_F(QpEx, OperationsWithoutAFlagAreEopnotsupp)
 			  x->wr_atomic_write(x, 1, 0x1000, &v);
 		  }),
 		  EOPNOTSUPP);
+}
+
+// ibv_wr_set_xrc_srqn on a QP that is no XRC initiator: an invalid WR,
+// as ibv_wr_set_ud_addr on a connected QP is.
+TEST_F(QpEx, XrcSrqnSetterOnOtherQpTypesIsEinval)
+{
+	struct {
+		ibv_qp_type type;
+		uint64_t ops;
+	} types[] = {{IBV_QPT_RC, kRcOps}, {IBV_QPT_UC, kUcOps}, {IBV_QPT_UD, kUdOps}};
+	ASSERT_TRUE(create_ah()) << strerror(errno);
+	for (const auto &t : types) {
+		ASSERT_TRUE(create(t.type, t.ops)) << t.type << ": " << strerror(errno);
+		struct ibv_qp_ex *x = qpx_;
+		struct ibv_ah *ah = ah_;
+		const bool ud = t.type == IBV_QPT_UD;
+		// A valid WR, with and without the XRC setter.
+		auto wr = [&](bool srqn) {
+			ibv_wr_send(x);
+			if (ud)
+				ibv_wr_set_ud_addr(x, ah, 1, 1);
+			ibv_wr_set_sge(x, 1, 0x2000, 8);
+			if (srqn)
+				ibv_wr_set_xrc_srqn(x, 5);
+		};
+		x->wr_flags = 0;
+		EXPECT_EQ(failed_batch([&] { wr(true); }), EINVAL) << t.type;
+		EXPECT_EQ(failed_batch([&] { ibv_wr_set_xrc_srqn(x, 5); }), EINVAL) << t.type;
+		ibv_wr_start(x);
+		wr(false);
+		ASSERT_EQ(ibv_wr_complete(x), 0) << t.type;
+		EXPECT_EQ(sq_.prod(), prod0_ + 1) << t.type;
+		EXPECT_EQ(sq_.send(prod0_)->xrc_srqn, 0u) << t.type;
+		EXPECT_EQ(ibv_destroy_qp(qp_), 0);
+		qp_ = nullptr;
+	}
+}
+
+// ---- XRC initiators (a kernel with SROCE_CTX_F_XRC) -------------------------------------
+
+class QpExXrc : public QpEx {
+protected:
+	void SetUp() override
+	{
+		// Read by the fake at GET_CONTEXT only.
+		scoped_env env("FAKE_SROCE_CTX_FLAGS", std::to_string(SROCE_CTX_F_XRC).c_str());
+		QpEx::SetUp();
+	}
+
+	// An XRC_SEND QP with every RC operation, in RTS.
+	struct ibv_qp_ex *create_xrc() { return create(IBV_QPT_XRC_SEND, kRcOps); }
+
+	// The header of an XRC WQE: xrc_srqn besides what wqe_hdr sets.
+	static struct sroce_send_wqe xrc_hdr(uint64_t wr_id, uint8_t opcode, uint16_t flags,
+					     uint32_t srqn)
+	{
+		struct sroce_send_wqe w = wqe_hdr(wr_id, opcode, flags);
+		w.xrc_srqn = srqn;
+		return w;
+	}
+};
+
+TEST_F(QpExXrc, SendOpsFlagsAreRcsWithoutAtomicWriteOrFlush)
+{
+	for (unsigned bit = 0; bit < 64; bit++) {
+		const uint64_t ops = uint64_t{1} << bit;
+		struct ibv_qp_init_attr_ex a = attr(IBV_QPT_XRC_SEND, ops);
+		mark();
+		errno = 0;
+		struct ibv_qp *qp = ibv_create_qp_ex(ctx_, &a);
+		if (kRcOps & ops) {
+			ASSERT_TRUE(qp) << "bit " << bit << ": " << strerror(errno);
+			EXPECT_TRUE(ibv_qp_to_qp_ex(qp)) << bit;
+			EXPECT_TRUE(contains(log(), "type=9 ")) << log();
+			EXPECT_EQ(ibv_destroy_qp(qp), 0);
+		} else {
+			EXPECT_FALSE(qp) << "bit " << bit;
+			EXPECT_EQ(errno, EOPNOTSUPP) << "bit " << bit;
+			EXPECT_FALSE(contains(log(), "CREATE_QP")) << log();
+			if (qp)
+				ibv_destroy_qp(qp);
+		}
+	}
+}
+
+TEST_F(QpExXrc, EveryWrCarriesItsSrqn)
+{
+	ASSERT_TRUE(create_xrc()) << strerror(errno);
+	struct ibv_qp_ex *x = qpx_;
+	const std::vector<struct ibv_sge> s1 = {{0x1000, 100, 0x11}};
+	const std::vector<struct ibv_sge> s2 = {{0x2000, 8, 0x21}};
+	const auto inl = pattern(24, 3);
+
+	ibv_wr_start(x);
+	x->wr_id = 0x200;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_xrc_srqn(x, 0x000101);
+	ibv_wr_set_sge(x, s1[0].lkey, s1[0].addr, s1[0].length);
+
+	x->wr_id = 0x201;
+	x->wr_flags = 0;
+	ibv_wr_rdma_write_imm(x, 0x4444, 0x9000, htobe32(7));
+	ibv_wr_set_inline_data(x, const_cast<unsigned char *>(inl.data()), inl.size());
+	ibv_wr_set_xrc_srqn(x, 0xffffff);	// after the data: any order
+
+	x->wr_id = 0x202;
+	ibv_wr_atomic_fetch_add(x, 0x5555, 0x10010, 3);
+	ibv_wr_set_xrc_srqn(x, 0x123456);
+	ibv_wr_set_sge_list(x, 1, s2.data());
+
+	x->wr_id = 0x203;
+	ibv_wr_rdma_read(x, 0x6666, 0x20000);
+	ibv_wr_set_xrc_srqn(x, 1);
+	ibv_wr_set_xrc_srqn(x, 0x222);	// the last one counts
+	ibv_wr_set_sge(x, s1[0].lkey, s1[0].addr, s1[0].length);
+
+	// Local operations have no target: no setter needed.
+	x->wr_id = 0x204;
+	ibv_wr_local_inv(x, 0x7777);
+	ASSERT_EQ(ibv_wr_complete(x), 0);
+	ASSERT_EQ(sq_.prod(), prod0_ + 5);
+
+	struct sroce_send_wqe w = xrc_hdr(0x200, SROCE_WR_SEND, SROCE_WQE_F_SIGNALED, 0x101);
+	w.num_sge = 1;
+	expect_wqe(prod0_, w, s1);
+
+	w = xrc_hdr(0x201, SROCE_WR_RDMA_WRITE_WITH_IMM, SROCE_WQE_F_INLINE, 0xffffff);
+	w.inline_len = 24;
+	w.ex.imm_data = htobe32(7);
+	w.wr.rdma.remote_addr = 0x9000;
+	w.wr.rdma.rkey = 0x4444;
+	expect_wqe(prod0_ + 1, w, {}, inl);
+
+	w = xrc_hdr(0x202, SROCE_WR_ATOMIC_FETCH_AND_ADD, 0, 0x123456);
+	w.num_sge = 1;
+	w.wr.atomic.remote_addr = 0x10010;
+	w.wr.atomic.compare_add = 3;
+	w.wr.atomic.rkey = 0x5555;
+	expect_wqe(prod0_ + 2, w, s2);
+
+	w = xrc_hdr(0x203, SROCE_WR_RDMA_READ, 0, 0x222);
+	w.num_sge = 1;
+	w.wr.rdma.remote_addr = 0x20000;
+	w.wr.rdma.rkey = 0x6666;
+	expect_wqe(prod0_ + 3, w, s1);
+
+	w = xrc_hdr(0x204, SROCE_WR_LOCAL_INV, 0, 0);
+	w.ex.invalidate_rkey = 0x7777;
+	expect_wqe(prod0_ + 4, w);
+}
+
+TEST_F(QpExXrc, WrWithoutItsSrqnIsEinval)
+{
+	ASSERT_TRUE(create_xrc()) << strerror(errno);
+	struct ibv_qp_ex *x = qpx_;
+	ASSERT_TRUE(create_ah()) << strerror(errno);
+	struct ibv_ah *ah = ah_;
+	x->wr_flags = 0;
+	// Every operation that reaches the wire needs it, the last WR of the
+	// batch too.
 	EXPECT_EQ(failed_batch([&] {
-			  sends(1, 1);
-			  ibv_wr_set_xrc_srqn(x, 5);
+			  ibv_wr_send(x);
+			  ibv_wr_set_sge(x, 1, 0x2000, 8);
+		  }),
+		  EINVAL);
+	EXPECT_EQ(failed_batch([&] {
+			  ibv_wr_rdma_write(x, 1, 0x1000);
+			  ibv_wr_set_xrc_srqn(x, 9);
+			  ibv_wr_set_sge(x, 1, 0x2000, 8);
+			  ibv_wr_rdma_read(x, 1, 0x1000);
+			  ibv_wr_set_sge(x, 1, 0x2000, 8);
+		  }),
+		  EINVAL);
+	EXPECT_EQ(failed_batch([&] {
+			  ibv_wr_send(x);
+			  ibv_wr_send(x);
+			  ibv_wr_set_xrc_srqn(x, 9);
+		  }),
+		  EINVAL);
+	// A number the XRCETH cannot carry.
+	EXPECT_EQ(failed_batch([&] {
+			  ibv_wr_send(x);
+			  ibv_wr_set_xrc_srqn(x, 0x1000000);
+		  }),
+		  EINVAL);
+	// UD's address is not XRC's.
+	EXPECT_EQ(failed_batch([&] {
+			  ibv_wr_send(x);
+			  ibv_wr_set_xrc_srqn(x, 9);
+			  ibv_wr_set_ud_addr(x, ah, 1, 1);
+		  }),
+		  EINVAL);
+	// Not without a builder either.
+	EXPECT_EQ(failed_batch([&] { ibv_wr_set_xrc_srqn(x, 9); }), EINVAL);
+	// What the kernel has no flag for on this QP type.
+	uint64_t v = 0;
+	EXPECT_EQ(failed_batch([&] {
+			  ibv_wr_send(x);
+			  ibv_wr_set_xrc_srqn(x, 9);
+			  x->wr_atomic_write(x, 1, 0x1000, &v);
 		  }),
 		  EOPNOTSUPP);
+	// After all that a good batch goes through.
+	ibv_wr_start(x);
+	x->wr_id = 0x99;
+	ibv_wr_send(x);
+	ibv_wr_set_xrc_srqn(x, 0xabcdef);
+	ASSERT_EQ(ibv_wr_complete(x), 0);
+	EXPECT_EQ(sq_.prod(), prod0_ + 1);
+	EXPECT_EQ(sq_.send(prod0_)->wr_id, 0x99u);
+	EXPECT_EQ(sq_.send(prod0_)->xrc_srqn, 0xabcdefu);
+}
+
+// ibv_post_send: wr->qp_type.xrc.remote_srqn into every WQE, local
+// operations too; a number over 24 bits stops the list there.
+TEST_F(QpExXrc, PostSendCarriesTheRemoteSrqn)
+{
+	ASSERT_TRUE(create_xrc()) << strerror(errno);
+	struct ibv_sge s = {0x1000, 16, 0x11};
+	struct ibv_send_wr w[4] = {};
+	for (int i = 0; i < 4; i++) {
+		w[i].wr_id = 0x300 + i;
+		w[i].opcode = IBV_WR_SEND;
+		w[i].sg_list = &s;
+		w[i].num_sge = 1;
+		w[i].qp_type.xrc.remote_srqn = 0x10 * (i + 1);
+		w[i].next = i < 3 ? &w[i + 1] : nullptr;
+	}
+	w[1].opcode = IBV_WR_RDMA_WRITE;
+	w[1].wr.rdma.remote_addr = 0x8000;
+	w[1].wr.rdma.rkey = 0x42;
+	w[2].opcode = IBV_WR_LOCAL_INV;
+	w[2].num_sge = 0;
+	w[2].invalidate_rkey = 0x77;
+	w[3].qp_type.xrc.remote_srqn = 0x1000000;
+	struct ibv_send_wr *bad = nullptr;
+	EXPECT_EQ(ibv_post_send(qp_, w, &bad), EINVAL);
+	EXPECT_EQ(bad, &w[3]);
+	ASSERT_EQ(sq_.prod(), prod0_ + 3);
+	EXPECT_EQ(sq_.send(prod0_)->xrc_srqn, 0x10u);
+	EXPECT_EQ(sq_.send(prod0_ + 1)->xrc_srqn, 0x20u);
+	EXPECT_EQ(sq_.send(prod0_ + 1)->wr.rdma.rkey, 0x42u);
+	EXPECT_EQ(sq_.send(prod0_ + 2)->xrc_srqn, 0x30u);
+	EXPECT_EQ(sq_.send(prod0_ + 2)->opcode, SROCE_WR_LOCAL_INV);
+
+	// The same WR through both APIs: the same bytes.
+	w[0].next = nullptr;
+	w[0].send_flags = IBV_SEND_SIGNALED;
+	ASSERT_EQ(ibv_post_send(qp_, w, &bad), 0);
+	ibv_wr_start(qpx_);
+	qpx_->wr_id = w[0].wr_id;
+	qpx_->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qpx_);
+	ibv_wr_set_sge(qpx_, s.lkey, s.addr, s.length);
+	ibv_wr_set_xrc_srqn(qpx_, 0x10);
+	ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+	ASSERT_EQ(sq_.prod(), prod0_ + 5);
+	const size_t n = SROCE_SEND_WQE_HDR + sizeof(struct sroce_sge);
+	EXPECT_EQ(memcmp(sq_.slot(prod0_ + 3), sq_.slot(prod0_ + 4), n), 0)
+		<< hexdump(sq_.slot(prod0_ + 3), n) << "\n"
+		<< hexdump(sq_.slot(prod0_ + 4), n);
+	EXPECT_EQ(sq_.send(prod0_ + 4)->xrc_srqn, 0x10u);
+
+	// An XRC initiator has no receive queue.
+	struct ibv_recv_wr r = {};
+	struct ibv_recv_wr *rbad = nullptr;
+	EXPECT_EQ(ibv_post_recv(qp_, &r, &rbad), EINVAL);
+	EXPECT_EQ(rbad, &r);
+}
+
+// On an RC QP of the same context the field stays 0 whatever the WR says.
+TEST_F(QpExXrc, RcWqesCarryNoSrqn)
+{
+	ASSERT_TRUE(create(IBV_QPT_RC, kRcOps)) << strerror(errno);
+	struct ibv_sge s = {0x1000, 16, 0x11};
+	struct ibv_send_wr w = {};
+	w.opcode = IBV_WR_SEND;
+	w.sg_list = &s;
+	w.num_sge = 1;
+	w.qp_type.xrc.remote_srqn = 0x4242;
+	struct ibv_send_wr *bad = nullptr;
+	ASSERT_EQ(ibv_post_send(qp_, &w, &bad), 0);
+	ibv_wr_start(qpx_);
+	ibv_wr_send(qpx_);
+	ibv_wr_set_sge(qpx_, s.lkey, s.addr, s.length);
+	ASSERT_EQ(ibv_wr_complete(qpx_), 0);
+	ASSERT_EQ(sq_.prod(), prod0_ + 2);
+	EXPECT_EQ(sq_.send(prod0_)->xrc_srqn, 0u);
+	EXPECT_EQ(sq_.send(prod0_ + 1)->xrc_srqn, 0u);
+	struct ibv_qp_ex *x = qpx_;
+	EXPECT_EQ(failed_batch([&] {
+			  ibv_wr_send(x);
+			  ibv_wr_set_sge(x, s.lkey, s.addr, s.length);
+			  ibv_wr_set_xrc_srqn(x, 5);
+		  }),
+		  EINVAL);
 }
 
 // BIND_MW is encoded although the kernel has no memory windows yet

@@ -23,7 +23,9 @@ constexpr unsigned char kPoison = 0xa5;
 constexpr send_queue_caps kRc = {IBV_QPT_RC, 4, 128, 256};
 constexpr send_queue_caps kUc = {IBV_QPT_UC, 4, 128, 256};
 constexpr send_queue_caps kUd = {IBV_QPT_UD, 4, 128, 256};
-static_assert(send_caps_ok(kRc) && send_caps_ok(kUc) && send_caps_ok(kUd));
+constexpr send_queue_caps kXrc = {IBV_QPT_XRC_SEND, 4, 128, 256};
+static_assert(send_caps_ok(kRc) && send_caps_ok(kUc) && send_caps_ok(kUd) &&
+	      send_caps_ok(kXrc));
 
 // A slot (with room past the stride, to see nothing is written there)
 // and the objects a WR points at.
@@ -191,7 +193,9 @@ TEST(WqeCaps, SendCapsOk)
 	EXPECT_FALSE(send_caps_ok({IBV_QPT_RC, 0, 0, 96}));	// stride
 	EXPECT_FALSE(send_caps_ok({IBV_QPT_RC, 0, 0, 32}));
 	EXPECT_FALSE(send_caps_ok({IBV_QPT_RC, 256, 0, 1u << 20}));	// u8
-	EXPECT_FALSE(send_caps_ok({IBV_QPT_XRC_SEND, 1, 0, 128}));
+	EXPECT_TRUE(send_caps_ok({IBV_QPT_XRC_SEND, 1, 0, 128}));
+	EXPECT_FALSE(send_caps_ok({IBV_QPT_XRC_SEND, 13, 0, 256}));
+	EXPECT_FALSE(send_caps_ok({IBV_QPT_XRC_RECV, 1, 0, 128}));
 	EXPECT_FALSE(send_caps_ok({IBV_QPT_RAW_PACKET, 1, 0, 128}));
 	EXPECT_FALSE(send_caps_ok({IBV_QPT_DRIVER, 1, 0, 128}));
 	EXPECT_TRUE(recv_caps_ok({3, 64}));
@@ -238,7 +242,9 @@ TEST_F(WqeTest, OpcodeTableEveryQpType)
 		const struct {
 			const send_queue_caps *caps;
 			bool ok;
-		} per_type[] = {{&kRc, c.rc}, {&kUc, c.uc}, {&kUd, c.ud}};
+		} per_type[] = {{&kRc, c.rc}, {&kUc, c.uc}, {&kUd, c.ud},
+				// XRC initiators carry RC's operations
+				{&kXrc, c.rc}};
 		for (const auto &t : per_type) {
 			SCOPED_TRACE(::testing::Message() << "opcode " << c.op
 							  << " qp_type " << t.caps->qp_type);
@@ -260,8 +266,7 @@ TEST_F(WqeTest, OpcodeTableEveryQpType)
 
 TEST_F(WqeTest, UnsupportedQpTypesRejectEverything)
 {
-	for (enum ibv_qp_type t : {IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV,
-				   IBV_QPT_RAW_PACKET, IBV_QPT_DRIVER}) {
+	for (enum ibv_qp_type t : {IBV_QPT_XRC_RECV, IBV_QPT_RAW_PACKET, IBV_QPT_DRIVER}) {
 		send_queue_caps caps = kRc;
 		caps.qp_type = t;
 		for (unsigned op = 0; op < 16; op++) {
@@ -285,7 +290,7 @@ TEST_F(WqeTest, RdmaWrite)
 	EXPECT_EQ(wqe()->flags, 0);
 	EXPECT_EQ(wqe()->inline_len, 0u);
 	EXPECT_EQ(wqe()->ex.imm_data, 0u);
-	EXPECT_EQ(wqe()->reserved, 0u);
+	EXPECT_EQ(wqe()->xrc_srqn, 0u);
 	EXPECT_EQ(wqe()->wr.rdma.remote_addr, 0xfeedface00001000ull);
 	EXPECT_EQ(wqe()->wr.rdma.rkey, 0x9999u);
 	EXPECT_EQ(wqe()->wr.rdma.reserved, 0u);
@@ -451,6 +456,7 @@ TEST_F(WqeTest, ExtOpcodesOnlyWhereTheKernelHasThemAndOnRc)
 	EXPECT_EQ(ext_send_opcodes(IBV_QPT_RC, 0), 0u);
 	EXPECT_EQ(ext_send_opcodes(IBV_QPT_UC, ~0u), 0u);
 	EXPECT_EQ(ext_send_opcodes(IBV_QPT_UD, ~0u), 0u);
+	EXPECT_EQ(ext_send_opcodes(IBV_QPT_XRC_SEND, ~0u), 0u);
 	EXPECT_EQ(ext_send_opcodes(IBV_QPT_RC, SROCE_CTX_F_ATOMIC_WRITE),
 		  wr_bit(IBV_WR_ATOMIC_WRITE));
 	EXPECT_EQ(ext_send_opcodes(IBV_QPT_RC, SROCE_CTX_F_FLUSH) != 0, kHaveFlushApi);
@@ -844,7 +850,7 @@ TEST_F(WqeTest, HeaderFullyRewritten)
 		memset(slot_, 0xff, kStride);
 		struct ibv_send_wr wr = wr_for(op);
 		ASSERT_EQ(encode_send_wqe(slot_, kRc, &wr), 0) << op;
-		EXPECT_EQ(wqe()->reserved, 0u) << op;
+		EXPECT_EQ(wqe()->xrc_srqn, 0u) << op;
 		EXPECT_EQ(wqe()->flags, 0) << op;
 		switch (op) {
 		case IBV_WR_ATOMIC_CMP_AND_SWP:
@@ -871,6 +877,92 @@ TEST_F(WqeTest, HeaderFullyRewritten)
 			EXPECT_EQ(wqe()->ex.imm_data, 0u) << op;
 		}
 	}
+}
+
+// ---- XRC: the remote SRQ in every WQE of an XRC_SEND queue -----------------------------
+
+TEST_F(WqeTest, XrcSendEveryOpcodeCarriesTheRemoteSrqn)
+{
+	for (unsigned op = 0; op < 11; op++) {
+		if (!(kRcOpcodes & wr_bit(op)))
+			continue;
+		struct ibv_send_wr wr = wr_for(op);
+		wr.qp_type.xrc.remote_srqn = 0xabc000 + op;
+		memset(slot_, 0xff, kStride);
+		ASSERT_EQ(encode_send_wqe(slot_, kXrc, &wr), 0) << op;
+		EXPECT_EQ(wqe()->xrc_srqn, 0xabc000u + op) << op;
+		EXPECT_EQ(wqe()->opcode, op);
+		EXPECT_EQ(wqe()->wr_id, wr.wr_id) << op;
+		// Otherwise the WQE RC would get: no address (that is UD's).
+		if (op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM) {
+			EXPECT_TRUE(union_zero_from(0)) << op;
+		}
+	}
+	// The largest number the XRCETH carries, and zero.
+	struct ibv_send_wr wr = wr_for(IBV_WR_RDMA_WRITE);
+	wr.qp_type.xrc.remote_srqn = 0xffffff;
+	ASSERT_EQ(encode_send_wqe(slot_, kXrc, &wr), 0);
+	EXPECT_EQ(wqe()->xrc_srqn, 0xffffffu);
+	wr.qp_type.xrc.remote_srqn = 0;
+	memset(slot_, 0xff, kStride);
+	ASSERT_EQ(encode_send_wqe(slot_, kXrc, &wr), 0);
+	EXPECT_EQ(wqe()->xrc_srqn, 0u);
+}
+
+TEST_F(WqeTest, XrcSrqnOver24BitsIsEinval)
+{
+	for (uint32_t n : {0x1000000u, 0x80000001u, 0xffffffffu}) {
+		struct ibv_send_wr wr = wr_for(IBV_WR_SEND);
+		wr.qp_type.xrc.remote_srqn = n;
+		EXPECT_EQ(encode_send_wqe(slot_, kXrc, &wr), EINVAL) << n;
+		// Not an XRC queue: the field is not read at all.
+		EXPECT_EQ(encode_send_wqe(slot_, kRc, &wr), 0) << n;
+	}
+}
+
+TEST_F(WqeTest, OtherQpTypesWriteZeroSrqn)
+{
+	const send_queue_caps *types[] = {&kRc, &kUc, &kUd, &kRcExt};
+	for (const send_queue_caps *c : types) {
+		for (unsigned op = 0; op < 11; op++) {
+			if (check_send_opcode(*c, op))
+				continue;
+			struct ibv_send_wr wr = wr_for(op);
+			wr.qp_type.xrc.remote_srqn = 0x123456;
+			memset(slot_, 0xff, kStride);
+			ASSERT_EQ(encode_send_wqe(slot_, *c, &wr), 0) << op;
+			EXPECT_EQ(wqe()->xrc_srqn, 0u) << c->qp_type << " " << op;
+		}
+	}
+}
+
+TEST_F(WqeTest, XrcSendHasNoExtOpcodesOrUdAddress)
+{
+	// ATOMIC WRITE and FLUSH are RC's only (ext_send_opcodes).
+	struct ibv_send_wr wr = wr_for(IBV_WR_RDMA_WRITE);
+	wr.opcode = IBV_WR_ATOMIC_WRITE;
+	sge_[0].length = 8;
+	wr.num_sge = 1;
+	EXPECT_EQ(encode_send_wqe(slot_, kXrc, &wr), EINVAL);
+	// A SEND without an AH is fine: the AH is UD's, not read here.
+	wr = wr_for(IBV_WR_SEND);
+	wr.wr.ud.ah = nullptr;
+	EXPECT_EQ(encode_send_wqe(slot_, kXrc, &wr), 0);
+}
+
+TEST_F(WqeTest, BuilderSetsXrcSrqn)
+{
+	send_wqe_builder b;
+	b.start(slot_, 5, IBV_WR_SEND, 0);
+	EXPECT_EQ(wqe()->xrc_srqn, 0u);	// start() clears it
+	b.set_xrc_srqn(0x654321);
+	ASSERT_EQ(b.add_sge(kXrc, 0x1000, 16, 3), 0);
+	ASSERT_EQ(b.finish(), 0);
+	EXPECT_EQ(wqe()->xrc_srqn, 0x654321u);
+	memset(slot_, 0xff, kStride);
+	b.start(slot_, 6, IBV_WR_SEND, 0);
+	ASSERT_EQ(b.finish(), 0);
+	EXPECT_EQ(wqe()->xrc_srqn, 0u);
 }
 
 // ---- the builder (extended API) ----------------------------------------------------------
