@@ -47,6 +47,7 @@
 #define SROCE_MAX_MR		(1U << 18)
 #define SROCE_MAX_SRQ		(1U << 12)
 #define SROCE_MAX_SRQ_WR	(1U << 14)
+#define SROCE_MAX_XRCD		(1U << 16)
 #define SROCE_MAX_RD_ATOM	128
 #define SROCE_MAX_AH		(1U << 15)
 #define SROCE_MAX_MW		(1U << 16)
@@ -149,6 +150,7 @@ struct sroce_dev {
 	atomic_t key_gen;		/* variant byte of the next key */
 	atomic64_t qp_serial;		/* sroce_qp.serial of the last QP */
 	atomic_t odp_mrs;		/* ODP and dma-buf MRs (can miss) */
+	atomic_t nxrcd;			/* XRC domains (sroce_pd.c) */
 	spinlock_t mw_lock;		/* window state (sroce_mw.c) */
 
 	/* Multicast groups and their QPs (see sroce_mcast.c). */
@@ -167,6 +169,15 @@ struct sroce_ucontext {
 struct sroce_pd {
 	struct ib_pd ibpd;
 	u32 pdn;
+};
+
+/*
+ * An XRC domain: what its SRQs and target QPs share. ib_core counts its
+ * users and shares it between processes (by file); sroce only compares
+ * the pointer, so the object needs nothing of its own.
+ */
+struct sroce_xrcd {
+	struct ib_xrcd ibxrcd;
 };
 
 struct sroce_cq {
@@ -318,6 +329,15 @@ struct sroce_srq {
 	u32 max_sge;
 	u32 limit;			/* armed limit, 0 = disarmed */
 	bool is_user;			/* userspace produces into rq */
+	/*
+	 * XRC SRQs: the domain, the CQ its receives complete on, and what
+	 * lets the receive path hold one it found by number (srq_xa, under
+	 * RCU): ib_core frees the SRQ as soon as destroy_srq returns.
+	 */
+	struct ib_xrcd *xrcd;
+	struct sroce_cq *cq;
+	refcount_t ref;			/* packets holding it + 1 */
+	struct completion released;
 };
 
 static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
@@ -438,6 +458,7 @@ struct sroce_resp_res {
 	u32 rkey;
 	u32 length;
 	u64 orig;			/* atomic: the value returned */
+	u32 xrc_srqn;			/* XRC: whose PD the READ is under */
 };
 
 /* What the responder's transmit task sends, in order. */
@@ -494,6 +515,13 @@ struct sroce_resp {
 	/* UD datagrams waiting for an ODP page, in arrival order */
 	struct list_head odp_pending;
 	u32 odp_npending;
+	/*
+	 * XRC target: the SRQ the packet being handled names (held while
+	 * it is handled, else NULL), and the one of the message under way
+	 * or of the receive WQE loaded.
+	 */
+	struct sroce_srq *xrc_srq;
+	u32 xrc_srqn;
 };
 
 struct sroce_qp {
@@ -513,6 +541,7 @@ struct sroce_qp {
 	struct sroce_cq *scq;
 	struct sroce_cq *rcq;
 	struct sroce_srq *srq;		/* receives come from here if set */
+	struct ib_xrcd *xrcd;		/* XRC target: its domain */
 	u32 qpn;
 	u32 max_send_sge;
 	u32 max_recv_sge;
@@ -557,6 +586,43 @@ static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 	return container_of(ibqp, struct sroce_qp, ibqp);
 }
 
+/* A requester that is acknowledged: RC, and XRC's initiator. */
+static inline bool sroce_qp_reliable_req(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_INI;
+}
+
+/* A responder that acknowledges: RC, and XRC's target. */
+static inline bool sroce_qp_reliable_resp(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/* Connected to one peer QP by a path (RC, UC, both XRC halves). */
+static inline bool sroce_qp_connected(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type != IB_QPT_UD && qp->ibqp.qp_type != IB_QPT_GSI;
+}
+
+/* A receive ring of its own: not with an SRQ, not an XRC QP. */
+static inline bool sroce_qp_has_rq(const struct sroce_qp *qp)
+{
+	return !qp->srq && qp->ibqp.qp_type != IB_QPT_XRC_INI &&
+	       qp->ibqp.qp_type != IB_QPT_XRC_TGT;
+}
+
+/*
+ * The PD the responder checks keys against: an XRC target's is that of
+ * the SRQ the request names (IBTA annex A14), held in resp.xrc_srq while
+ * the request is handled. Under resp_lock.
+ */
+static inline struct ib_pd *sroce_resp_pd(const struct sroce_qp *qp)
+{
+	return qp->resp.xrc_srq ? qp->resp.xrc_srq->ibsrq.pd : qp->ibqp.pd;
+}
+
 static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
 {
 	return container_of(ibcq, struct sroce_cq, ibcq);
@@ -592,6 +658,8 @@ enum ib_mtu sroce_mtu_from_netdev(unsigned int ndev_mtu);
 /* sroce_pd.c */
 int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int sroce_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int sroce_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
 
 /* sroce_ah.c */
 int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr);
@@ -719,6 +787,8 @@ bool sroce_srq_consumed(struct sroce_srq *srq, u32 left);
 int sroce_srq_take(struct sroce_srq *srq, u64 *wr_id, struct sroce_sge *sge,
 		   u32 *num_sge);
 void sroce_srq_limit_event(struct sroce_srq *srq);
+struct sroce_srq *sroce_srq_get_xrc(struct sroce_dev *sdev, u32 srqn);
+void sroce_srq_put(struct sroce_srq *srq);
 
 /* sroce_qp.c */
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,

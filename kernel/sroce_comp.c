@@ -95,7 +95,7 @@ void sroce_comp_arm_timer(struct sroce_qp *qp)
 	u8 t = qp->attr.timeout;
 	u64 usecs;
 
-	if (!t || qp->ibqp.qp_type != IB_QPT_RC)
+	if (!t || !sroce_qp_reliable_req(qp))
 		return;
 	usecs = (4096ULL << t) / 1000;
 	mod_timer(&qp->retrans_timer,

@@ -127,7 +127,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
 				 IB_DEVICE_ATOMIC_WRITE |
-				 IB_DEVICE_FLUSH_GLOBAL;
+				 IB_DEVICE_FLUSH_GLOBAL |
+				 IB_DEVICE_XRC;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING;
 	sroce_odp_caps(&attr->odp_caps);
 	attr->max_send_sge = SROCE_MAX_SGE;
@@ -262,7 +263,7 @@ static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 	struct sroce_alloc_ucontext_resp resp = {
 		.abi_version = SROCE_UVERBS_ABI_VERSION,
 		/* FLUSH needs MRs ib_core lets have flush access (6.2). */
-		.flags = SROCE_CTX_F_ATOMIC_WRITE |
+		.flags = SROCE_CTX_F_ATOMIC_WRITE | SROCE_CTX_F_XRC |
 			 (IB_ACCESS_FLUSH_GLOBAL ? SROCE_CTX_F_FLUSH : 0),
 		.max_inline_data = SROCE_MAX_INLINE,
 	};
@@ -434,6 +435,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.alloc_mw = sroce_alloc_mw,
 	.alloc_pd = sroce_alloc_pd,
 	.alloc_ucontext = sroce_alloc_ucontext,
+	.alloc_xrcd = sroce_alloc_xrcd,
 	.attach_mcast = sroce_attach_mcast,
 	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
@@ -444,6 +446,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.dealloc_mw = sroce_dealloc_mw,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.dealloc_xrcd = sroce_dealloc_xrcd,
 	.dereg_mr = sroce_dereg_mr,
 	.destroy_ah = sroce_destroy_ah,
 	.destroy_cq = sroce_destroy_cq,
@@ -487,6 +490,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, sroce_xrcd, ibxrcd),
 };
 
 static void sroce_dev_init_ib(struct sroce_dev *sdev)

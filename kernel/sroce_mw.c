@@ -113,7 +113,7 @@ static struct sroce_mr *sroce_mw_bind_target(struct sroce_dev *sdev,
 
 	if (!mr || (mr->type != SROCE_MR_USER && mr->type != SROCE_MR_FAST) ||
 	    mr->dying || !mr->valid || mr->key != lkey ||
-	    mr->ibmr.pd != qp->ibqp.pd)
+	    mr->ibmr.pd != sroce_resp_pd(qp))
 		return NULL;
 	if (!(mr->access & IB_ACCESS_MW_BIND) ||
 	    !sroce_mr_covers(mr, addr, len))
@@ -154,7 +154,7 @@ u8 sroce_mw_bind(struct sroce_qp *qp, const struct sroce_send_wqe *wqe)
 	spin_lock_bh(&sdev->mw_lock);
 	win = xa_load(&sdev->key_xa, rkey >> 8);
 	if (!win || win->type != SROCE_MR_WINDOW ||
-	    win->ibmr.pd != qp->ibqp.pd)
+	    win->ibmr.pd != sroce_resp_pd(qp))
 		goto out;
 	/* A type 2 window is bound once, then invalidated. */
 	if (win->mw_type == IB_MW_TYPE_2 && win->valid)
@@ -200,7 +200,7 @@ static int sroce_mw_invalidate(struct sroce_qp *qp, u32 key, bool remote)
 		err = -ENOENT;
 		goto out;
 	}
-	if (win->mw_type != IB_MW_TYPE_2 || win->ibmr.pd != qp->ibqp.pd ||
+	if (win->mw_type != IB_MW_TYPE_2 || win->ibmr.pd != sroce_resp_pd(qp) ||
 	    win->key != key)
 		goto out;
 	if (win->valid && remote && win->bound_qp != qp->serial)
@@ -228,7 +228,7 @@ int sroce_key_invalidate(struct sroce_qp *qp, u32 key, bool remote)
 
 	if (err != -ENOENT)
 		return err;
-	return sroce_mr_invalidate(to_sdev(qp->ibqp.device), qp->ibqp.pd, key);
+	return sroce_mr_invalidate(to_sdev(qp->ibqp.device), sroce_resp_pd(qp), key);
 }
 
 /* Under mw_lock: the MR behind @win for this access, with a reference. */
@@ -239,7 +239,7 @@ static struct sroce_mr *sroce_mw_resolve(struct sroce_mr *win,
 	struct sroce_mr *mr = win->parent;
 
 	if (!win->valid || win->key != rkey || !mr ||
-	    win->ibmr.pd != qp->ibqp.pd)
+	    win->ibmr.pd != sroce_resp_pd(qp))
 		return NULL;
 	if (win->mw_type == IB_MW_TYPE_2 && win->bound_qp != qp->serial)
 		return NULL;
@@ -272,7 +272,7 @@ struct sroce_mr *sroce_mr_get_remote(struct sroce_qp *qp, u32 rkey, u64 iova,
 	if (!key)
 		return NULL;
 	if (key->type != SROCE_MR_WINDOW) {
-		if (sroce_mr_allows(key, qp->ibqp.pd, iova, len, access))
+		if (sroce_mr_allows(key, sroce_resp_pd(qp), iova, len, access))
 			return key;
 		sroce_mr_put(key);
 		return NULL;

@@ -175,6 +175,14 @@ static void sroce_rcv_bth(struct sroce_dev *sdev, struct sk_buff *skb,
 		sroce_qp_put(qp);
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
 	}
+	/*
+	 * From here an XRC packet is its RC operation (the table gives
+	 * both the same meaning); pkt.mask keeps SROCE_M_XRCETH.
+	 */
+	if ((pkt.opcode & SROCE_TRANSPORT_MASK) == SROCE_TRANSPORT_XRC) {
+		pkt.opcode &= SROCE_OP_MASK;
+		pkt.info = &sroce_opcode_table[pkt.opcode];
+	}
 
 	if (pkt.mask & SROCE_M_REQ)
 		sroce_resp_rcv(qp, skb, &pkt);

@@ -3,11 +3,16 @@
  * sroce: the opcode table (which headers each opcode carries, what it
  * means, which QP types may use it) and the header codec.
  *
- * Header order after the BTH (IBTA 9.2): DETH, FETH, RETH, AtomicETH,
- * AETH, AtomicAckETH, ImmDt, IETH. No opcode carries both ImmDt and IETH,
+ * Header order after the BTH (IBTA 9.2): DETH, XRCETH, FETH, RETH,
+ * AtomicETH, AETH, AtomicAckETH, ImmDt, IETH. No opcode carries both ImmDt and IETH,
  * nor RETH and AtomicETH. FLUSH (BTH, FETH, RETH) and ATOMIC WRITE (BTH,
  * RETH, 8 payload bytes) are IBTA 1.5's; both are answered with a READ
  * response of no payload.
+ *
+ * XRC (IBTA annex A14) has the RC operations from SEND to SEND ONLY with
+ * invalidate under transport 0xa0: its requests carry an XRCETH (the
+ * target's SRQ), its responses are RC's. The receive path takes an XRC
+ * packet as the RC one once the QP's type has been checked.
  *
  * No locking: the table is constant, the codec works on caller buffers.
  */
@@ -19,6 +24,8 @@
 #define QPT_RC		BIT(IB_QPT_RC)
 #define QPT_UC		BIT(IB_QPT_UC)
 #define QPT_UD		(BIT(IB_QPT_UD) | BIT(IB_QPT_GSI))
+#define QPT_XRC_INI	BIT(IB_QPT_XRC_INI)
+#define QPT_XRC_TGT	BIT(IB_QPT_XRC_TGT)
 
 #define HDR_LEN(m)	(SROCE_BTH_BYTES +				\
 			 (((m) & SROCE_M_RETH) ? SROCE_RETH_BYTES : 0) +	\
@@ -28,6 +35,7 @@
 			 (((m) & SROCE_M_IMMDT) ? SROCE_IMMDT_BYTES : 0) +	\
 			 (((m) & SROCE_M_IETH) ? SROCE_IETH_BYTES : 0) +	\
 			 (((m) & SROCE_M_DETH) ? SROCE_DETH_BYTES : 0) +	\
+			 (((m) & SROCE_M_XRCETH) ? SROCE_XRCETH_BYTES : 0) + \
 			 (((m) & SROCE_M_FETH) ? SROCE_FETH_BYTES : 0))
 
 #define OP(code, m, qpt) \
@@ -36,6 +44,11 @@
 #define SEND_REQ	(SROCE_M_REQ | SROCE_M_SEND | SROCE_M_PAYLOAD)
 #define WRITE_REQ	(SROCE_M_REQ | SROCE_M_WRITE | SROCE_M_PAYLOAD)
 #define READ_RESP	(SROCE_M_RESP | SROCE_M_READ | SROCE_M_PAYLOAD)
+
+/* XRC: requests to a target QP (with an XRCETH), answers to an initiator */
+#define XRC_REQ(code, m) \
+	OP(SROCE_TRANSPORT_XRC | (code), (m) | SROCE_M_XRCETH, QPT_XRC_TGT)
+#define XRC_RESP(code, m) OP(SROCE_TRANSPORT_XRC | (code), (m), QPT_XRC_INI)
 
 const struct sroce_opcode_info sroce_opcode_table[256] = {
 	/* RC */
@@ -118,6 +131,42 @@ const struct sroce_opcode_info sroce_opcode_table[256] = {
 	   SEND_REQ | SROCE_M_ONLY | SROCE_M_DETH, QPT_UD),
 	OP(SROCE_TRANSPORT_UD | SROCE_OP_SEND_ONLY_IMM,
 	   SEND_REQ | SROCE_M_ONLY | SROCE_M_DETH | SROCE_M_IMMDT, QPT_UD),
+
+	/* XRC: RC's operations up to SEND ONLY with invalidate */
+	XRC_REQ(SROCE_OP_SEND_FIRST, SEND_REQ | SROCE_M_FIRST),
+	XRC_REQ(SROCE_OP_SEND_MIDDLE, SEND_REQ | SROCE_M_MIDDLE),
+	XRC_REQ(SROCE_OP_SEND_LAST, SEND_REQ | SROCE_M_LAST),
+	XRC_REQ(SROCE_OP_SEND_LAST_IMM, SEND_REQ | SROCE_M_LAST | SROCE_M_IMMDT),
+	XRC_REQ(SROCE_OP_SEND_ONLY, SEND_REQ | SROCE_M_ONLY),
+	XRC_REQ(SROCE_OP_SEND_ONLY_IMM, SEND_REQ | SROCE_M_ONLY | SROCE_M_IMMDT),
+	XRC_REQ(SROCE_OP_WRITE_FIRST, WRITE_REQ | SROCE_M_FIRST | SROCE_M_RETH),
+	XRC_REQ(SROCE_OP_WRITE_MIDDLE, WRITE_REQ | SROCE_M_MIDDLE),
+	XRC_REQ(SROCE_OP_WRITE_LAST, WRITE_REQ | SROCE_M_LAST),
+	XRC_REQ(SROCE_OP_WRITE_LAST_IMM,
+		WRITE_REQ | SROCE_M_LAST | SROCE_M_IMMDT),
+	XRC_REQ(SROCE_OP_WRITE_ONLY, WRITE_REQ | SROCE_M_ONLY | SROCE_M_RETH),
+	XRC_REQ(SROCE_OP_WRITE_ONLY_IMM,
+		WRITE_REQ | SROCE_M_ONLY | SROCE_M_RETH | SROCE_M_IMMDT),
+	XRC_REQ(SROCE_OP_READ_REQ,
+		SROCE_M_REQ | SROCE_M_READ | SROCE_M_ONLY | SROCE_M_RETH),
+	XRC_RESP(SROCE_OP_READ_RESP_FIRST,
+		 READ_RESP | SROCE_M_FIRST | SROCE_M_AETH),
+	XRC_RESP(SROCE_OP_READ_RESP_MIDDLE, READ_RESP | SROCE_M_MIDDLE),
+	XRC_RESP(SROCE_OP_READ_RESP_LAST,
+		 READ_RESP | SROCE_M_LAST | SROCE_M_AETH),
+	XRC_RESP(SROCE_OP_READ_RESP_ONLY,
+		 READ_RESP | SROCE_M_ONLY | SROCE_M_AETH),
+	XRC_RESP(SROCE_OP_ACK,
+		 SROCE_M_RESP | SROCE_M_ACK | SROCE_M_ONLY | SROCE_M_AETH),
+	XRC_RESP(SROCE_OP_ATOMIC_ACK,
+		 SROCE_M_RESP | SROCE_M_ACK | SROCE_M_ATOMIC | SROCE_M_ONLY |
+		 SROCE_M_AETH | SROCE_M_ATMACK),
+	XRC_REQ(SROCE_OP_CMP_SWAP,
+		SROCE_M_REQ | SROCE_M_ATOMIC | SROCE_M_ONLY | SROCE_M_ATMETH),
+	XRC_REQ(SROCE_OP_FETCH_ADD,
+		SROCE_M_REQ | SROCE_M_ATOMIC | SROCE_M_ONLY | SROCE_M_ATMETH),
+	XRC_REQ(SROCE_OP_SEND_LAST_INV, SEND_REQ | SROCE_M_LAST | SROCE_M_IETH),
+	XRC_REQ(SROCE_OP_SEND_ONLY_INV, SEND_REQ | SROCE_M_ONLY | SROCE_M_IETH),
 };
 
 /* Pad bytes that bring a payload to a multiple of four. */
@@ -150,6 +199,10 @@ void sroce_hdr_build(u8 *buf, const struct sroce_pkt *pkt)
 		put_unaligned_be32(pkt->qkey, p);
 		put_unaligned_be32(pkt->sqpn & SROCE_BTH_QPN_MASK, p + 4);
 		p += SROCE_DETH_BYTES;
+	}
+	if (mask & SROCE_M_XRCETH) {
+		put_unaligned_be32(pkt->xrc_srqn & SROCE_XRCETH_SRQN_MASK, p);
+		p += SROCE_XRCETH_BYTES;
 	}
 	if (mask & SROCE_M_FETH) {
 		put_unaligned_be32((pkt->flush_type & SROCE_FETH_PLT_MASK) |
@@ -232,6 +285,11 @@ int sroce_hdr_parse(const u8 *buf, unsigned int len, struct sroce_pkt *pkt)
 		pkt->qkey = get_unaligned_be32(p);
 		pkt->sqpn = get_unaligned_be32(p + 4) & SROCE_BTH_QPN_MASK;
 		p += SROCE_DETH_BYTES;
+	}
+	if (info->mask & SROCE_M_XRCETH) {
+		/* The top byte is reserved: ignored on receive. */
+		pkt->xrc_srqn = get_unaligned_be32(p) & SROCE_XRCETH_SRQN_MASK;
+		p += SROCE_XRCETH_BYTES;
 	}
 	if (info->mask & SROCE_M_FETH) {
 		/* Reserved bits are ignored on receive. */

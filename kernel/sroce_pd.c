@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * sroce: protection domains.
+ * sroce: protection domains and XRC domains.
  *
  * A PD is a number in sdev->pd_xa; the xarray both hands out PD numbers
  * and bounds their count to SROCE_MAX_PD. The xarray has its own lock.
+ * An XRC domain is only counted (sdev->nxrcd, atomic, bounded by
+ * SROCE_MAX_XRCD): its SRQs and target QPs name it by pointer, and
+ * ib_core keeps it while any of them, or any process, uses it.
  */
 
 #include "sroce.h"
@@ -39,5 +42,22 @@ int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct sroce_pd *pd = to_spd(ibpd);
 
 	xa_erase(&sdev->pd_xa, pd->pdn);
+	return 0;
+}
+
+int sroce_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibxrcd->device);
+
+	if (atomic_inc_return(&sdev->nxrcd) > SROCE_MAX_XRCD) {
+		atomic_dec(&sdev->nxrcd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int sroce_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	atomic_dec(&to_sdev(ibxrcd->device)->nxrcd);
 	return 0;
 }

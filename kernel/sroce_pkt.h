@@ -28,6 +28,7 @@
 #define SROCE_IETH_BYTES	4
 #define SROCE_DETH_BYTES	8
 #define SROCE_FETH_BYTES	4
+#define SROCE_XRCETH_BYTES	4
 #define SROCE_ICRC_BYTES	4
 #define SROCE_MAX_HDR_BYTES	(SROCE_BTH_BYTES + SROCE_DETH_BYTES + \
 				 SROCE_ATMETH_BYTES + SROCE_IMMDT_BYTES)
@@ -73,7 +74,7 @@ enum sroce_nak_code {
 };
 #define SROCE_MSN_MASK		0x00ffffffU
 
-/* Opcodes (transport in bits 7:5: RC 0x00, UC 0x20, UD 0x60). */
+/* Opcodes (transport in bits 7:5: RC 0x00, UC 0x20, UD 0x60, XRC 0xa0). */
 enum sroce_opcode {
 	SROCE_OP_SEND_FIRST = 0x00,
 	SROCE_OP_SEND_MIDDLE = 0x01,
@@ -107,6 +108,10 @@ enum sroce_opcode {
 #define SROCE_TRANSPORT_RC	0x00
 #define SROCE_TRANSPORT_UC	0x20
 #define SROCE_TRANSPORT_UD	0x60
+#define SROCE_TRANSPORT_XRC	0xa0
+#define SROCE_OP_MASK		0x1f
+/* XRCETH: the XRC SRQ a request is for (24 bits) */
+#define SROCE_XRCETH_SRQN_MASK	0x00ffffffU
 
 /* What an opcode carries and means (sroce_opcode_info.mask). */
 enum sroce_op_mask {
@@ -132,6 +137,7 @@ enum sroce_op_mask {
 	SROCE_M_FETH = BIT(19),
 	SROCE_M_FLUSH = BIT(20),
 	SROCE_M_ATOMIC_WRITE = BIT(21),
+	SROCE_M_XRCETH = BIT(22),	/* XRC requests */
 	/* Answered from a responder resource, one PSN, never re-executed. */
 	SROCE_M_RD_ATOMIC = SROCE_M_READ | SROCE_M_ATOMIC | SROCE_M_FLUSH |
 			    SROCE_M_ATOMIC_WRITE,
@@ -142,7 +148,7 @@ enum sroce_op_mask {
 struct sroce_opcode_info {
 	u32 mask;			/* enum sroce_op_mask */
 	u8 hdr_len;			/* BTH and every extension header */
-	u8 valid_qpt;			/* BIT(IB_QPT_*) that may carry it */
+	u16 valid_qpt;			/* BIT(IB_QPT_*) that may carry it */
 };
 
 extern const struct sroce_opcode_info sroce_opcode_table[256];
@@ -181,6 +187,8 @@ struct sroce_pkt {
 	/* DETH */
 	u32 qkey;
 	u32 sqpn;
+	/* XRCETH */
+	u32 xrc_srqn;
 	/* Receive side: where the payload is in the skb. */
 	u32 payload_off;
 	u32 paylen;

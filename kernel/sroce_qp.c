@@ -136,6 +136,23 @@ static int sroce_qp_check_init(struct ib_qp_init_attr *init)
 	case IB_QPT_UC:
 	case IB_QPT_UD:
 		break;
+	case IB_QPT_XRC_INI:
+		/* Sends only: its receives are the target's SRQs'. */
+		if (!init->send_cq || init->srq)
+			return -EINVAL;
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+		goto check_send;
+	case IB_QPT_XRC_TGT:
+		/*
+		 * ib_core makes it with no CQs, PD or queues (its requests
+		 * are the initiator's, its receives an SRQ's), and for user
+		 * callers with no udata: nothing of the caps applies.
+		 */
+		if (!init->xrcd)
+			return -EINVAL;
+		memset(cap, 0, sizeof(*cap));
+		return init->create_flags ? -EOPNOTSUPP : 0;
 	case IB_QPT_GSI:
 		/* QP1 belongs to ib_core's MAD layer; userspace cannot have it. */
 		if (init->port_num != 1)
@@ -144,10 +161,11 @@ static int sroce_qp_check_init(struct ib_qp_init_attr *init)
 	default:
 		return -EOPNOTSUPP;
 	}
-	if (init->create_flags)
-		return -EOPNOTSUPP;
 	if (!init->send_cq || !init->recv_cq)
 		return -EINVAL;
+check_send:
+	if (init->create_flags)
+		return -EOPNOTSUPP;
 	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
 	    cap->max_recv_wr > SROCE_MAX_QP_WR ||
 	    cap->max_send_sge > SROCE_SEND_SGE_MAX ||
@@ -160,7 +178,7 @@ static int sroce_qp_check_init(struct ib_qp_init_attr *init)
 static void sroce_qp_grant_caps(struct sroce_qp *qp, struct ib_qp_cap *cap)
 {
 	u32 sq_room = (1U << qp->sq.stride_shift) - SROCE_SEND_WQE_HDR;
-	u32 rq_room = qp->srq ? 0 :
+	u32 rq_room = !sroce_qp_has_rq(qp) ? 0 :
 		      (1U << qp->rq.stride_shift) - SROCE_RECV_WQE_HDR;
 
 	qp->max_send_sge = min_t(u32, sq_room / sizeof(struct sroce_sge),
@@ -170,7 +188,7 @@ static void sroce_qp_grant_caps(struct sroce_qp *qp, struct ib_qp_cap *cap)
 				 SROCE_MAX_SGE);
 
 	cap->max_send_wr = qp->sq.entries;
-	cap->max_recv_wr = qp->srq ? 0 : qp->rq.entries;
+	cap->max_recv_wr = sroce_qp_has_rq(qp) ? qp->rq.entries : 0;
 	cap->max_send_sge = qp->max_send_sge;
 	cap->max_recv_sge = qp->max_recv_sge;
 	cap->max_inline_data = qp->max_inline;
@@ -179,6 +197,7 @@ static void sroce_qp_grant_caps(struct sroce_qp *qp, struct ib_qp_cap *cap)
 /* The requester's WQE copies and the responder's state. */
 static int sroce_qp_alloc_transport(struct sroce_qp *qp, gfp_t gfp)
 {
+	u32 max_sge = 0;
 	int err;
 
 	/* Zeroed: nothing of the kernel's could reach a packet from it. */
@@ -190,7 +209,12 @@ static int sroce_qp_alloc_transport(struct sroce_qp *qp, gfp_t gfp)
 		err = -ENOMEM;
 		goto err;
 	}
-	err = sroce_resp_init(qp, qp->srq ? qp->srq->max_sge :
+	/* An XRC target's WQEs come from any SRQ of its domain. */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT)
+		max_sge = SROCE_MAX_SGE;
+	else if (qp->srq)
+		max_sge = qp->srq->max_sge;
+	err = sroce_resp_init(qp, max_sge ? max_sge :
 				  max_t(u32, qp->rq.stride_shift ?
 					((1U << qp->rq.stride_shift) -
 					 SROCE_RECV_WQE_HDR) /
@@ -255,9 +279,11 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		      HRTIMER_MODE_ABS_SOFT);
 	qp->state = IB_QPS_RESET;
 	qp->mtu = 256;
-	qp->scq = to_scq(init->send_cq);
-	qp->rcq = to_scq(init->recv_cq);
+	qp->scq = init->send_cq ? to_scq(init->send_cq) : NULL;
+	qp->rcq = init->recv_cq ? to_scq(init->recv_cq) : NULL;
 	qp->srq = init->srq ? to_ssrq(init->srq) : NULL;
+	/* ib_core sets ibqp->xrcd only once create_qp has returned. */
+	qp->xrcd = init->qp_type == IB_QPT_XRC_TGT ? init->xrcd : NULL;
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->is_user = !!udata;
 
@@ -274,8 +300,12 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			       sroce_sq_stride(&init->cap), gfp);
 	if (err)
 		goto err_handle;
-	/* With an SRQ the QP has no receive ring of its own. */
-	if (!qp->srq) {
+	/*
+	 * With an SRQ, or XRC, the QP has no receive ring of its own. An XRC
+	 * target never sends a request: its one-slot SQ only gives the
+	 * shared send-side code something to look at.
+	 */
+	if (sroce_qp_has_rq(qp)) {
 		err = sroce_queue_init(&qp->rq, rq_entries,
 				       sroce_rq_stride(&init->cap), gfp);
 		if (err)
@@ -308,7 +338,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		err = sroce_queue_map_user(&qp->sq, uctx, &resp.sq);
 		if (err)
 			goto err_xa;
-		if (!qp->srq) {
+		if (sroce_qp_has_rq(qp)) {
 			err = sroce_queue_map_user(&qp->rq, uctx, &resp.rq);
 			if (err)
 				goto err_xa;
@@ -447,7 +477,7 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	timer_delete(&qp->retrans_timer);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
-	if (qp->srq)
+	if (!sroce_qp_has_rq(qp))
 		return;		/* SRQ WQEs belong to the SRQ, not the QP */
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	sroce_queue_set_flags(&qp->rq, SROCE_RING_F_ERROR);
@@ -508,7 +538,7 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 
-	if (qp->srq)
+	if (!sroce_qp_has_rq(qp))
 		return;
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	sroce_queue_resync(&qp->rq);
@@ -611,7 +641,7 @@ static void sroce_qp_apply_path(struct sroce_qp *qp, int mask)
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	enum ib_mtu port_mtu = READ_ONCE(sdev->active_mtu);
 
-	if (qp->ibqp.qp_type != IB_QPT_RC && qp->ibqp.qp_type != IB_QPT_UC) {
+	if (!sroce_qp_connected(qp)) {
 		qp->mtu = ib_mtu_enum_to_int(port_mtu);
 		return;
 	}
@@ -718,7 +748,7 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->timeout = a->timeout;
 	attr->retry_cnt = a->retry_cnt;
 	attr->rnr_retry = a->rnr_retry;
-	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC) {
+	if (sroce_qp_connected(qp)) {
 		attr->ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
 		rdma_ah_set_grh(&attr->ah_attr, &a->av.dgid, a->av.flow_label,
 				a->av.sgid_index, a->av.hop_limit,
@@ -730,7 +760,7 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_unlock_bh(&qp->state_lock);
 
 	attr->cap.max_send_wr = qp->sq.entries;
-	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.entries;
+	attr->cap.max_recv_wr = sroce_qp_has_rq(qp) ? qp->rq.entries : 0;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
@@ -987,6 +1017,15 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		*bad_wr = wr;
 		return -EINVAL;
 	}
+	/*
+	 * An XRC target sends no requests; a kernel XRC initiator could not
+	 * name the remote SRQ (no ib_send_wr member carries it).
+	 */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT ||
+	    (!qp->is_user && qp->ibqp.qp_type == IB_QPT_XRC_INI)) {
+		*bad_wr = wr;
+		return -EOPNOTSUPP;
+	}
 	if (!qp->is_user) {
 		if (state == IB_QPS_RESET || state == IB_QPS_INIT ||
 		    state == IB_QPS_RTR) {
@@ -1029,7 +1068,7 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	int err = 0;
 
 	/* A user QP's receive doorbell carries no WRs (see post_send). */
-	if (qp->srq || (qp->is_user && wr)) {
+	if (!sroce_qp_has_rq(qp) || (qp->is_user && wr)) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}

@@ -79,11 +79,14 @@ static bool sroce_wqe_opcode_ok(enum ib_qp_type type, u8 opcode)
 	case SROCE_WR_LOCAL_INV:
 	case SROCE_WR_BIND_MW:
 	case SROCE_WR_REG_MR:
-		return type == IB_QPT_RC || type == IB_QPT_UC;
+		return type == IB_QPT_RC || type == IB_QPT_UC ||
+		       type == IB_QPT_XRC_INI;
 	case SROCE_WR_RDMA_READ:
 	case SROCE_WR_ATOMIC_CMP_AND_SWP:
 	case SROCE_WR_ATOMIC_FETCH_AND_ADD:
 	case SROCE_WR_SEND_WITH_INV:
+		return type == IB_QPT_RC || type == IB_QPT_XRC_INI;
+	/* IBTA 1.5 gives XRC no ATOMIC WRITE or FLUSH opcode. */
 	case SROCE_WR_ATOMIC_WRITE:
 	case SROCE_WR_FLUSH:
 		return type == IB_QPT_RC;
@@ -148,7 +151,7 @@ static bool sroce_req_has_credit(const struct sroce_qp *qp,
 {
 	const struct sroce_req *req = &qp->req;
 
-	if (qp->ibqp.qp_type != IB_QPT_RC || req->credits_unlimited ||
+	if (!sroce_qp_reliable_req(qp) || req->credits_unlimited ||
 	    !sroce_wqe_uses_rwqe(wqe->opcode))
 		return true;
 	return sroce_psn_diff(req->ssn, req->lsn) <= 0;
@@ -173,6 +176,10 @@ static u8 sroce_req_check(struct sroce_qp *qp, const struct sroce_send_wqe *wqe)
 		return IB_WC_LOC_QP_OP_ERR;
 	if (wqe->flags & ~(SROCE_WQE_F_SIGNALED | SROCE_WQE_F_SOLICITED |
 			   SROCE_WQE_F_FENCE | SROCE_WQE_F_INLINE))
+		return IB_WC_LOC_QP_OP_ERR;
+	/* The XRCETH has 24 bits for the remote SRQ. */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_INI &&
+	    wqe->xrc_srqn > SROCE_XRCETH_SRQN_MASK)
 		return IB_WC_LOC_QP_OP_ERR;
 	/* Every WQE: the completer's scatter walks num_sge SGEs of a READ. */
 	if (wqe->num_sge > qp->max_send_sge)
@@ -386,12 +393,12 @@ static int sroce_req_gather(struct sroce_qp *qp,
 	return len ? -EFAULT : 0;
 }
 
-static u8 sroce_req_opcode(const struct sroce_qp *qp, u8 wr_opcode,
-			   bool first, bool last)
+/* The opcode within RC, UC or UD (XRC's are RC's, see below). */
+static u8 sroce_req_opcode_in(const struct sroce_qp *qp, u8 wr_opcode,
+			      bool first, bool last)
 {
-	u8 t = qp->ibqp.qp_type == IB_QPT_RC ? SROCE_TRANSPORT_RC :
-	       qp->ibqp.qp_type == IB_QPT_UC ? SROCE_TRANSPORT_UC :
-					       SROCE_TRANSPORT_UD;
+	u8 t = qp->ibqp.qp_type == IB_QPT_UC ? SROCE_TRANSPORT_UC :
+	       sroce_qp_is_ud(qp) ? SROCE_TRANSPORT_UD : SROCE_TRANSPORT_RC;
 	u8 op;
 
 	switch (wr_opcode) {
@@ -427,6 +434,15 @@ static u8 sroce_req_opcode(const struct sroce_qp *qp, u8 wr_opcode,
 		op = first ? SROCE_OP_SEND_ONLY : SROCE_OP_SEND_LAST;
 		return t | (op + (wr_opcode == SROCE_WR_SEND_WITH_IMM));
 	}
+}
+
+static u8 sroce_req_opcode(const struct sroce_qp *qp, u8 wr_opcode,
+			   bool first, bool last)
+{
+	u8 op = sroce_req_opcode_in(qp, wr_opcode, first, last);
+
+	return qp->ibqp.qp_type == IB_QPT_XRC_INI ? SROCE_TRANSPORT_XRC | op :
+						    op;
 }
 
 /* Packets a WQE takes: a READ's count is that of its responses. */
@@ -476,7 +492,7 @@ static bool sroce_req_lends(const struct sroce_qp *qp,
 			    const struct sroce_send_wqe *wqe, u32 paylen)
 {
 	return READ_ONCE(sroce_zero_copy_tx) &&
-	       qp->ibqp.qp_type == IB_QPT_RC &&
+	       sroce_qp_reliable_req(qp) &&
 	       paylen >= SROCE_LEND_MIN_BYTES &&
 	       !(wqe->flags & SROCE_WQE_F_INLINE);
 }
@@ -627,6 +643,8 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 	pkt->se = last && (wqe->flags & SROCE_WQE_F_SOLICITED) &&
 		  (mask & (SROCE_M_SEND | SROCE_M_IMMDT));
 
+	if (mask & SROCE_M_XRCETH)
+		pkt->xrc_srqn = wqe->xrc_srqn;
 	if (mask & SROCE_M_FETH) {
 		/* Checked at fetch: length within 2^31, type and level known. */
 		pkt->va = wqe->wr.flush.remote_addr;
@@ -661,7 +679,7 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 	/* Answered anyway; IBTA 1.5 has FLUSH and ATOMIC WRITE ask. */
 	if (mask & (SROCE_M_FLUSH | SROCE_M_ATOMIC_WRITE))
 		pkt->ackreq = true;
-	else if (qp->ibqp.qp_type == IB_QPT_RC && !(mask & SROCE_M_READ) &&
+	else if (sroce_qp_reliable_req(qp) && !(mask & SROCE_M_READ) &&
 		 !(mask & SROCE_M_ATOMIC)) {
 		if (++qp->req.noack >= SROCE_REQ_ACK_EVERY || ack_now) {
 			pkt->ackreq = true;
@@ -677,7 +695,7 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 static bool sroce_req_publish(struct sroce_qp *qp, struct sroce_send_meta *m,
 			      bool done)
 {
-	bool rc = qp->ibqp.qp_type == IB_QPT_RC;
+	bool rc = sroce_qp_reliable_req(qp);
 	bool error = false;
 	unsigned long flags;
 
@@ -761,7 +779,7 @@ static bool sroce_req_may_send(struct sroce_qp *qp,
 			       const struct sroce_send_meta *m, bool fresh,
 			       u32 una, u32 rd_atomic)
 {
-	if (qp->ibqp.qp_type != IB_QPT_RC)
+	if (!sroce_qp_reliable_req(qp))
 		return true;
 	if (qp->req.probing && qp->req.psn != qp->req.probe_psn)
 		return false;
@@ -831,7 +849,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 			sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
 			return sroce_req_fail(qp, m, m->status);
 		}
-		if (qp->ibqp.qp_type == IB_QPT_RC)
+		if (sroce_qp_reliable_req(qp))
 			req->ssn = sroce_psn_add(req->ssn, 1);
 		m->first_psn = req->psn;
 		m->last_psn = sroce_psn_add(req->psn,
@@ -893,7 +911,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		req->offset = 0;
 		req->index++;
 		/* RC completes on its ACK; UC and UD once sent. */
-		if (qp->ibqp.qp_type != IB_QPT_RC && sroce_req_sent_all(qp, m))
+		if (!sroce_qp_reliable_req(qp) && sroce_req_sent_all(qp, m))
 			return SROCE_REQ_FAILED;
 		return SROCE_REQ_NEXT;
 	}

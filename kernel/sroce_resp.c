@@ -22,6 +22,11 @@
  * budgeted passes. An ACK queued behind another unsent ACK replaces it
  * (coalescing).
  *
+ * An XRC target is an RC responder whose receive WQEs and PD are those of
+ * the SRQ each request names: found by number and held for the packet
+ * (resp.xrc_srq), it must belong to the QP's XRC domain, and every packet
+ * of a message must name the one its first packet named.
+ *
  * Locking: qp->resp_lock guards struct sroce_resp (softirq, and bh off
  * elsewhere). Under it: qp->rq_lock (the receive ring), then a CQ's lock.
  * The transmit task drops resp_lock around each packet it sends.
@@ -210,7 +215,7 @@ static void sroce_resp_queue_ack(struct sroce_qp *qp, u8 syndrome, u32 psn)
 	struct sroce_resp *resp = &qp->resp;
 	struct sroce_resp_tx *tx = NULL;
 
-	if (qp->ibqp.qp_type != IB_QPT_RC)
+	if (!sroce_qp_reliable_resp(qp))
 		return;
 	if (syndrome == SROCE_AETH_CREDIT_INVALID &&
 	    resp->tx_tail != resp->tx_head) {
@@ -249,14 +254,15 @@ static void sroce_resp_nak(struct sroce_qp *qp, enum sroce_nak_code code,
 static int sroce_resp_take_rwqe(struct sroce_qp *qp)
 {
 	struct sroce_resp *resp = &qp->resp;
+	struct sroce_srq *srq = resp->xrc_srq ? resp->xrc_srq : qp->srq;
 	const struct sroce_recv_wqe *wqe;
 	unsigned long flags;
 	int n;
 
 	if (resp->have_rwqe)
 		return 1;
-	if (qp->srq) {
-		n = sroce_srq_take(qp->srq, &resp->wr_id, resp->sge,
+	if (srq) {
+		n = sroce_srq_take(srq, &resp->wr_id, resp->sge,
 				   &resp->num_sge);
 		if (n > 0)
 			resp->have_rwqe = true;
@@ -292,7 +298,7 @@ static u32 sroce_resp_no_rwqe(struct sroce_qp *qp,
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 
-	if (qp->ibqp.qp_type != IB_QPT_RC) {
+	if (!sroce_qp_reliable_resp(qp)) {
 		sroce_count(sdev, SROCE_CNT_RX_DROP_STATE, 1);
 		qp->resp.msg = SROCE_RESP_DROP;
 		return 0;
@@ -310,7 +316,7 @@ static u8 sroce_resp_credit(struct sroce_qp *qp)
 	unsigned long flags;
 	int n;
 
-	if (qp->srq || !READ_ONCE(sroce_credits))
+	if (!sroce_qp_has_rq(qp) || !READ_ONCE(sroce_credits))
 		return SROCE_AETH_CREDIT_INVALID;
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	/* A corrupt ring promises nothing; taking a WQE will fail the QP. */
@@ -333,6 +339,11 @@ static void sroce_resp_complete(struct sroce_qp *qp, struct sroce_cqe *cqe,
 	cqe->wr_id = resp->wr_id;
 	cqe->qp_num = qp->qpn;
 	cqe->port_num = 1;
+	/* An XRC SRQ's receives complete on its own CQ. */
+	if (resp->xrc_srq) {
+		sroce_cq_post(resp->xrc_srq->cq, cqe, solicited);
+		return;
+	}
 	if (qp->srq) {
 		sroce_cq_post(qp->rcq, cqe, solicited);
 		return;
@@ -379,7 +390,7 @@ static u32 sroce_resp_odp_wait(struct sroce_qp *qp,
 
 	if (qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI)
 		return SROCE_RESP_ODP_WAIT;
-	if (qp->ibqp.qp_type != IB_QPT_RC) {
+	if (!sroce_qp_reliable_resp(qp)) {
 		sroce_count(sdev, SROCE_CNT_ODP_RX_DROPS, 1);
 		return 0;
 	}
@@ -417,7 +428,7 @@ static u8 sroce_resp_scatter(struct sroce_qp *qp, const struct sk_buff *skb,
 			continue;
 		}
 		n = min(len, sge->length - pos);
-		mr = sroce_mr_get_checked(sdev, qp->ibqp.pd, sge->lkey,
+		mr = sroce_mr_get_checked(sdev, sroce_resp_pd(qp), sge->lkey,
 					  sge->addr + pos, n,
 					  IB_ACCESS_LOCAL_WRITE);
 		if (!mr)
@@ -645,6 +656,7 @@ static void sroce_resp_answer_res(struct sroce_qp *qp,
 {
 	res->type = type;
 	res->opcode = pkt->opcode;
+	res->xrc_srqn = (pkt->mask & SROCE_M_XRCETH) ? pkt->xrc_srqn : 0;
 	res->first_psn = pkt->psn;
 	res->last_psn = sroce_psn_add(pkt->psn, npsn - 1);
 	qp->resp.psn = sroce_psn_add(res->last_psn, 1);
@@ -900,14 +912,35 @@ bool sroce_resp_msg_in_order(enum sroce_resp_msg msg, u32 mask)
 	}
 }
 
-/* An RC or UC request at the expected PSN. */
+/*
+ * XRC target: does the request name an SRQ of the QP's domain (IBTA annex
+ * A14), and, within a message or for the receive WQE already loaded,
+ * the SRQ it started with?
+ */
+static bool sroce_resp_xrc_ok(struct sroce_qp *qp, const struct sroce_pkt *pkt)
+{
+	struct sroce_resp *resp = &qp->resp;
+
+	if (qp->ibqp.qp_type != IB_QPT_XRC_TGT)
+		return true;
+	if (!resp->xrc_srq || resp->xrc_srq->xrcd != qp->xrcd)
+		return false;
+	if (resp->msg == SROCE_RESP_SEND || resp->msg == SROCE_RESP_WRITE ||
+	    resp->have_rwqe)
+		return pkt->xrc_srqn == resp->xrc_srqn;
+	resp->xrc_srqn = pkt->xrc_srqn;
+	return true;
+}
+
+/* An RC, UC or XRC request at the expected PSN. */
 static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
 			      const struct sroce_pkt *pkt)
 {
 	struct sroce_resp *resp = &qp->resp;
 	u32 ret;
 
-	if (!sroce_resp_msg_in_order(resp->msg, pkt->mask) ||
+	if (!sroce_resp_xrc_ok(qp, pkt) ||
+	    !sroce_resp_msg_in_order(resp->msg, pkt->mask) ||
 	    ((pkt->mask & SROCE_M_PAYLOAD) &&
 	     !sroce_paylen_ok(pkt->mask, pkt->paylen, qp->mtu)) ||
 	    ((pkt->mask & SROCE_M_RETH) && pkt->dmalen > SROCE_MAX_MSG_BYTES)) {
@@ -1153,8 +1186,13 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	WRITE_ONCE(qp->resp.requests, qp->resp.requests + 1);
 	/* Count before payload: a WRITE's peer polls the payload, no CQE. */
 	smp_wmb();
+	/* Held for the packet: its WQE, its PD, its CQ (see top). */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT)
+		qp->resp.xrc_srq = sroce_srq_get_xrc(to_sdev(qp->ibqp.device),
+						     pkt->xrc_srqn);
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_RC:
+	case IB_QPT_XRC_TGT:
 		ret = sroce_resp_rc(qp, skb, pkt);
 		break;
 	case IB_QPT_UC:
@@ -1172,6 +1210,10 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 	if (ret & SROCE_RESP_ERROR)
 		qp->resp.msg = SROCE_RESP_FAILED;
+	if (qp->resp.xrc_srq) {
+		sroce_srq_put(qp->resp.xrc_srq);
+		qp->resp.xrc_srq = NULL;
+	}
 	spin_unlock_bh(&qp->resp_lock);
 
 	if (ret & SROCE_RESP_KICK)
@@ -1230,6 +1272,36 @@ static struct sk_buff *sroce_resp_build_copied(struct sroce_dev *sdev,
 }
 
 /*
+ * The MR a READ response's payload comes from: an XRC target's under the
+ * PD of the SRQ the READ named, held meanwhile. Called with resp_lock.
+ */
+static struct sroce_mr *sroce_resp_read_mr(struct sroce_qp *qp,
+					   const struct sroce_resp_res *res,
+					   u64 va, u32 len)
+{
+	struct sroce_srq *srq = NULL;
+	struct sroce_mr *mr;
+
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT) {
+		srq = sroce_srq_get_xrc(to_sdev(qp->ibqp.device),
+					res->xrc_srqn);
+		if (!srq)
+			return NULL;
+		if (srq->xrcd != qp->xrcd) {
+			sroce_srq_put(srq);
+			return NULL;
+		}
+		qp->resp.xrc_srq = srq;
+	}
+	mr = sroce_mr_get_remote(qp, res->rkey, va, len, IB_ACCESS_REMOTE_READ);
+	if (srq) {
+		qp->resp.xrc_srq = NULL;
+		sroce_srq_put(srq);
+	}
+	return mr;
+}
+
+/*
  * Build the next packet of the answer at the head of the queue and
  * advance it. Called with resp_lock; returns NULL when the answer cannot
  * be built (it is then dropped: the requester will ask again).
@@ -1273,14 +1345,16 @@ static struct sk_buff *sroce_resp_build(struct sroce_qp *qp,
 			pkt.opcode = *done ? SROCE_OP_READ_RESP_LAST :
 					     SROCE_OP_READ_RESP_MIDDLE;
 		if (paylen) {
-			mr = sroce_mr_get_remote(qp, res->rkey,
-						 res->va + tx->off, paylen,
-						 IB_ACCESS_REMOTE_READ);
+			mr = sroce_resp_read_mr(qp, res, res->va + tx->off,
+						paylen);
 			if (!mr)
 				return NULL;
 		}
 		break;
 	}
+	/* An XRC target answers with XRC's opcodes for RC's. */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT)
+		pkt.opcode |= SROCE_TRANSPORT_XRC;
 
 	*hdr_len = sroce_opcode_table[pkt.opcode].hdr_len;
 	if ((sroce_opcode_table[pkt.opcode].mask & SROCE_M_AETH) &&

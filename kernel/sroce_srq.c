@@ -9,6 +9,13 @@
  * IB_EVENT_SRQ_LIMIT_REACHED a single time when consumption leaves fewer
  * WQEs than the limit (sroce_srq_consumed), and disarms.
  *
+ * An XRC SRQ belongs to an XRC domain and has a CQ of its own; the
+ * requests that reach it name it by number (XRCETH), so the receive path
+ * finds it in srq_xa under RCU and holds a reference while it handles
+ * the packet (sroce_srq_get_xrc). Destroy takes the number off the table,
+ * waits for the references, then for a grace period: ib_core frees the
+ * SRQ as soon as destroy_srq returns.
+ *
  * Locking: srq->lock (spinlock, irqsave) serialises consumers, the limit
  * and resize-free modification; srq->post_lock the kernel producers.
  */
@@ -26,6 +33,46 @@ static u32 sroce_srq_stride(u32 max_sge)
 	return roundup_pow_of_two(max(bytes, 64U));
 }
 
+/**
+ * sroce_srq_get_xrc - the XRC SRQ numbered @srqn, held
+ * @sdev: the device
+ * @srqn: the number from a request's XRCETH
+ *
+ * Return: the SRQ (release with sroce_srq_put()), or NULL when there is
+ * no XRC SRQ of that number. Its domain is for the caller to check.
+ */
+struct sroce_srq *sroce_srq_get_xrc(struct sroce_dev *sdev, u32 srqn)
+{
+	struct sroce_srq *srq;
+
+	rcu_read_lock();
+	srq = xa_load(&sdev->srq_xa, srqn);
+	if (srq && (!srq->xrcd || !refcount_inc_not_zero(&srq->ref)))
+		srq = NULL;
+	rcu_read_unlock();
+	return srq;
+}
+
+void sroce_srq_put(struct sroce_srq *srq)
+{
+	if (refcount_dec_and_test(&srq->ref))
+		complete(&srq->released);
+}
+
+/*
+ * Take the number off the table, wait until no packet holds the SRQ and
+ * until no lookup can still be about to try (RCU). May sleep.
+ */
+static void sroce_srq_unpublish(struct sroce_dev *sdev, struct sroce_srq *srq)
+{
+	xa_erase(&sdev->srq_xa, srq->srqn);
+	sroce_srq_put(srq);
+	wait_for_completion(&srq->released);
+	/* Only XRC SRQs are looked up by the receive path. */
+	if (srq->xrcd)
+		synchronize_rcu();
+}
+
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
 {
@@ -35,8 +82,11 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct ib_srq_attr *attr = &init->attr;
 	int err;
 
-	if (init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC)
 		return -EOPNOTSUPP;
+	if (init->srq_type == IB_SRQT_XRC &&
+	    (!init->ext.xrc.xrcd || !init->ext.cq))
+		return -EINVAL;
 	if (!attr->max_wr || attr->max_wr > SROCE_MAX_SRQ_WR ||
 	    attr->max_sge > SROCE_MAX_SGE || attr->srq_limit > attr->max_wr)
 		return -EINVAL;
@@ -55,6 +105,12 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 				   SROCE_RECV_WQE_HDR) / sizeof(struct sroce_sge),
 			     SROCE_MAX_SGE);
 	srq->limit = attr->srq_limit;
+	refcount_set(&srq->ref, 1);
+	init_completion(&srq->released);
+	if (init->srq_type == IB_SRQT_XRC) {
+		srq->xrcd = init->ext.xrc.xrcd;
+		srq->cq = to_scq(init->ext.cq);
+	}
 
 	err = xa_alloc_cyclic(&sdev->srq_xa, &srq->srqn, srq,
 			      XA_LIMIT(1, SROCE_MAX_SRQ), &sdev->srq_next,
@@ -63,6 +119,8 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		err = err == -EBUSY ? -ENOMEM : err;
 		goto err_queue;
 	}
+	/* The number XRC requests name it by (ibv_get_srq_num). */
+	ibsrq->ext.xrc.srq_num = srq->srqn;
 
 	if (udata) {
 		struct ib_ucontext *uctx =
@@ -82,7 +140,7 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	return 0;
 
 err_xa:
-	xa_erase(&sdev->srq_xa, srq->srqn);
+	sroce_srq_unpublish(sdev, srq);
 err_queue:
 	sroce_queue_free(&srq->rq);
 	return err;
@@ -123,7 +181,7 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct sroce_dev *sdev = to_sdev(ibsrq->device);
 	struct sroce_srq *srq = to_ssrq(ibsrq);
 
-	xa_erase(&sdev->srq_xa, srq->srqn);
+	sroce_srq_unpublish(sdev, srq);
 	sroce_queue_free(&srq->rq);
 	return 0;
 }

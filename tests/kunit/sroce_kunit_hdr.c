@@ -46,13 +46,17 @@ static unsigned int sroce_kunit_hdr_len(u32 m)
 	       (m & SROCE_M_IMMDT ? SROCE_IMMDT_BYTES : 0) +
 	       (m & SROCE_M_IETH ? SROCE_IETH_BYTES : 0) +
 	       (m & SROCE_M_DETH ? SROCE_DETH_BYTES : 0) +
-	       (m & SROCE_M_FETH ? SROCE_FETH_BYTES : 0);
+	       (m & SROCE_M_FETH ? SROCE_FETH_BYTES : 0) +
+	       (m & SROCE_M_XRCETH ? SROCE_XRCETH_BYTES : 0);
 }
 
-/* 39 opcodes: 25 RC (FLUSH and ATOMIC WRITE among them), 12 UC, 2 UD. */
+/*
+ * 62 opcodes: 25 RC (FLUSH and ATOMIC WRITE among them), 12 UC, 2 UD and
+ * 23 XRC (RC's from SEND FIRST to SEND ONLY with invalidate).
+ */
 static void sroce_hdr_table_count(struct kunit *test)
 {
-	unsigned int rc = 0, uc = 0, ud = 0, other = 0, op;
+	unsigned int rc = 0, uc = 0, ud = 0, xrc = 0, other = 0, op;
 
 	for (op = 0; op < 256; op++) {
 		if (!sroce_opcode_table[op].mask)
@@ -67,6 +71,9 @@ static void sroce_hdr_table_count(struct kunit *test)
 		case SROCE_TRANSPORT_UD:
 			ud++;
 			break;
+		case SROCE_TRANSPORT_XRC:
+			xrc++;
+			break;
 		default:
 			other++;
 		}
@@ -74,7 +81,12 @@ static void sroce_hdr_table_count(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, rc, 25U);
 	KUNIT_EXPECT_EQ(test, uc, 12U);
 	KUNIT_EXPECT_EQ(test, ud, 2U);
+	KUNIT_EXPECT_EQ(test, xrc, 23U);
 	KUNIT_EXPECT_EQ(test, other, 0U);
+	KUNIT_EXPECT_EQ(test, sroce_opcode_table[SROCE_TRANSPORT_XRC |
+						 0x15].mask, 0U);
+	KUNIT_EXPECT_EQ(test, sroce_opcode_table[SROCE_TRANSPORT_XRC |
+						 SROCE_OP_FLUSH].mask, 0U);
 	KUNIT_EXPECT_EQ(test, sroce_opcode_table[0x15].mask, 0U);
 	KUNIT_EXPECT_EQ(test, sroce_opcode_table[0x18].mask, 0U);
 	KUNIT_EXPECT_EQ(test, sroce_opcode_table[0x1b].mask, 0U);
@@ -100,11 +112,22 @@ static void sroce_hdr_table_entry(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, (m & SROCE_M_IMMDT) && (m & SROCE_M_IETH));
 	KUNIT_EXPECT_FALSE(test, (m & SROCE_M_RETH) && (m & SROCE_M_ATMETH));
 	if (transport == SROCE_TRANSPORT_RC)
-		KUNIT_EXPECT_EQ(test, info->valid_qpt, (u8)BIT(IB_QPT_RC));
+		KUNIT_EXPECT_EQ(test, info->valid_qpt, (u16)BIT(IB_QPT_RC));
 	else if (transport == SROCE_TRANSPORT_UC)
-		KUNIT_EXPECT_EQ(test, info->valid_qpt, (u8)BIT(IB_QPT_UC));
+		KUNIT_EXPECT_EQ(test, info->valid_qpt, (u16)BIT(IB_QPT_UC));
+	else if (transport == SROCE_TRANSPORT_UD)
+		KUNIT_EXPECT_EQ(test, info->valid_qpt, (u16)QPT_UD_MASK);
+	/* XRC: requests go to a target, answers to an initiator. */
 	else
-		KUNIT_EXPECT_EQ(test, info->valid_qpt, (u8)QPT_UD_MASK);
+		KUNIT_EXPECT_EQ(test, info->valid_qpt,
+				(u16)BIT(m & SROCE_M_REQ ? IB_QPT_XRC_TGT :
+					 IB_QPT_XRC_INI));
+	/* XRCETH exactly on XRC requests, and XRC is RC's meaning. */
+	KUNIT_EXPECT_EQ(test, !!(m & SROCE_M_XRCETH),
+			transport == SROCE_TRANSPORT_XRC && (m & SROCE_M_REQ));
+	if (transport == SROCE_TRANSPORT_XRC)
+		KUNIT_EXPECT_EQ(test, m & ~SROCE_M_XRCETH,
+				sroce_opcode_table[op & SROCE_OP_MASK].mask);
 	/* DETH exactly on UD; RETH on the first WRITE packet and READ. */
 	KUNIT_EXPECT_EQ(test, !!(m & SROCE_M_DETH),
 			transport == SROCE_TRANSPORT_UD);
@@ -154,6 +177,7 @@ static void sroce_kunit_fill(struct sroce_pkt *pkt, u8 op, u32 paylen,
 	pkt->sqpn = 0xff000001 + seed;		/* 24 bits go out */
 	pkt->flush_type = (seed * 5) & 0xf;
 	pkt->flush_level = seed & 3;
+	pkt->xrc_srqn = 0xee000123 + seed;	/* 24 bits go out */
 }
 
 /* Build, parse: every field the opcode carries comes back. */
@@ -225,6 +249,9 @@ static void sroce_hdr_round_trip(struct kunit *test)
 			KUNIT_EXPECT_EQ(test, out.flush_type, in.flush_type);
 			KUNIT_EXPECT_EQ(test, out.flush_level, in.flush_level);
 		}
+		if (m & SROCE_M_XRCETH)
+			KUNIT_EXPECT_EQ(test, out.xrc_srqn,
+					in.xrc_srqn & SROCE_XRCETH_SRQN_MASK);
 	}
 }
 
@@ -297,7 +324,7 @@ static void sroce_hdr_reject_unknown(struct kunit *test)
 				    -EINVAL, "opcode 0x%02x", op);
 		bad++;
 	}
-	KUNIT_EXPECT_EQ(test, bad, 256U - 39U);
+	KUNIT_EXPECT_EQ(test, bad, 256U - 62U);
 
 	sroce_kunit_fill(&pkt, SROCE_OP_SEND_ONLY, 0, 0);
 	sroce_hdr_build(buf, &pkt);
@@ -334,6 +361,16 @@ static void sroce_hdr_wire_bytes(struct kunit *test)
 		0x1f, 0x00, 0x00, 0x09,
 		/* AtomicAckETH */
 		0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
+	};
+	static const u8 xrc_write_only[] = {
+		/* BTH: XRC WRITE ONLY, M|pad 0, pkey, rsvd|dqpn, A|psn */
+		0xaa, 0x40, 0xff, 0xff, 0x00, 0x00, 0x00, 0x21,
+		0x80, 0x00, 0x00, 0x03,
+		/* XRCETH: rsvd|srqn, before the RETH (IBTA annex A14) */
+		0x00, 0x04, 0x05, 0x06,
+		/* RETH */
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x40, 0x00,
+		0x00, 0x00, 0x00, 0x77, 0x00, 0x00, 0x00, 0x08,
 	};
 	static const u8 flush[] = {
 		0x1c, 0x40, 0xff, 0xff, 0x00, 0x00, 0x00, 0x05,
@@ -398,6 +435,27 @@ static void sroce_hdr_wire_bytes(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, pkt.flush_type, 2);
 	KUNIT_EXPECT_EQ(test, pkt.flush_level, 0);
 	KUNIT_EXPECT_EQ(test, pkt.rkey, 0x1234U);
+
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.opcode = SROCE_TRANSPORT_XRC | SROCE_OP_WRITE_ONLY;
+	pkt.pkey = 0xffff;
+	pkt.dqpn = 0x21;
+	pkt.psn = 3;
+	pkt.ackreq = true;
+	pkt.xrc_srqn = 0x040506;
+	pkt.va = 0x4000;
+	pkt.rkey = 0x77;
+	pkt.dmalen = 8;
+	sroce_hdr_build(buf, &pkt);
+	KUNIT_EXPECT_MEMEQ(test, buf, xrc_write_only, sizeof(xrc_write_only));
+	/* The XRCETH's reserved byte is ignored on receive. */
+	buf[12] = 0xff;
+	memset(buf + sizeof(xrc_write_only), 0, 8 + SROCE_ICRC_BYTES);
+	KUNIT_ASSERT_EQ(test, sroce_hdr_parse(buf, sizeof(xrc_write_only) + 8 +
+					      SROCE_ICRC_BYTES, &pkt), 0);
+	KUNIT_EXPECT_EQ(test, pkt.xrc_srqn, 0x040506U);
+	KUNIT_EXPECT_EQ(test, pkt.rkey, 0x77U);
+	KUNIT_EXPECT_EQ(test, pkt.paylen, 8U);
 }
 
 /* FECN/BECN and the reserved bits: BECN read, the rest ignored. */

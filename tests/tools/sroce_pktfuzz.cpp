@@ -57,7 +57,7 @@ namespace {
 
 constexpr uint16_t ROCE_PORT = 4791;
 constexpr int BTH = 12, RETH = 16, AETH = 4, ATMETH = 28, ATMACK = 8, IMMDT = 4, IETH = 4,
-	      DETH = 8, FETH = 4, ICRC = 4;
+	      DETH = 8, FETH = 4, XRCETH = 4, ICRC = 4;
 constexpr uint32_t PSN_MASK = 0xffffff;
 constexpr uint32_t MCAST_QPN = 0xffffff;
 constexpr uint32_t GSI_QKEY = 0x80010000;
@@ -69,7 +69,7 @@ enum : uint32_t {
 	M_IMMDT = 1 << 4, M_IETH = 1 << 5, M_DETH = 1 << 6, M_PAYLOAD = 1 << 7,
 	M_REQ = 1 << 8, M_RESP = 1 << 9, M_FIRST = 1 << 10, M_MIDDLE = 1 << 11,
 	M_LAST = 1 << 12, M_ONLY = 1 << 13, M_READ = 1 << 14, M_ATOMIC = 1 << 15,
-	M_FETH = 1 << 16, M_ATOMIC_WRITE = 1 << 17,
+	M_FETH = 1 << 16, M_ATOMIC_WRITE = 1 << 17, M_XRCETH = 1 << 18,
 };
 
 enum : uint8_t {
@@ -79,7 +79,7 @@ enum : uint8_t {
 	OP_READ_RESP_LAST, OP_READ_RESP_ONLY, OP_ACK, OP_ATOMIC_ACK, OP_CMP_SWAP, OP_FETCH_ADD,
 	OP_SEND_LAST_INV = 0x16, OP_SEND_ONLY_INV = 0x17,
 	OP_FLUSH = 0x1c, OP_ATOMIC_WRITE = 0x1d,	// IBTA 1.5
-	UC = 0x20, UD = 0x60,
+	UC = 0x20, UD = 0x60, XRC = 0xa0,
 };
 
 // The opcode table of kernel/sroce_opcode.c: 0 = not an opcode sroce takes.
@@ -118,6 +118,12 @@ void init_opcodes()
 	op_mask[OP_ATOMIC_WRITE] = M_REQ | M_ONLY | M_RETH | M_PAYLOAD | M_ATOMIC_WRITE;
 	op_mask[UD | OP_SEND_ONLY] = send | M_ONLY | M_DETH;
 	op_mask[UD | OP_SEND_ONLY_IMM] = send | M_ONLY | M_DETH | M_IMMDT;
+	// XRC: RC's operations up to SEND ONLY with invalidate; requests
+	// carry an XRCETH (they go to XRC targets only: sroce's fuzzed QPs
+	// are none, so every one is of the wrong transport for its QP).
+	for (int op = OP_SEND_FIRST; op <= OP_SEND_ONLY_INV; op++)
+		if (op_mask[op])
+			op_mask[XRC | op] = op_mask[op] | (op_mask[op] & M_REQ ? M_XRCETH : 0U);
 }
 
 int hdr_len(uint8_t op)
@@ -126,7 +132,7 @@ int hdr_len(uint8_t op)
 	return BTH + (m & M_RETH ? RETH : 0) + (m & M_AETH ? AETH : 0) +
 	       (m & M_ATMETH ? ATMETH : 0) + (m & M_ATMACK ? ATMACK : 0) +
 	       (m & M_IMMDT ? IMMDT : 0) + (m & M_IETH ? IETH : 0) + (m & M_DETH ? DETH : 0) +
-	       (m & M_FETH ? FETH : 0);
+	       (m & M_FETH ? FETH : 0) + (m & M_XRCETH ? XRCETH : 0);
 }
 
 // ---- ICRC -----------------------------------------------------------------
@@ -273,6 +279,10 @@ void build(pkt &p, const fields &f)
 	if (m & M_DETH) {
 		put32(h, f.qkey), put32(h + 4, f.sqpn & PSN_MASK);
 		h += DETH;
+	}
+	if (m & M_XRCETH) {
+		put32(h, (uint32_t)rnd());
+		h += XRCETH;
 	}
 	if (m & M_FETH) {
 		// Placement and selectivity mostly known, reserved bits sometimes.
