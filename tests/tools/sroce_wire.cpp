@@ -65,6 +65,15 @@
 //                     (no RNR NAK: UC has no answers), counted in
 //                     rx_drop_qp_state; the next ones land once receive
 //                     WQEs are posted.
+//   xrc               an XRC target QP (IBTA A14) with SRQs in two XRC
+//                     domains: SENDs naming an SRQ land in its WQEs and
+//                     complete on its CQ, WRITE, READ and FETCH_ADD work
+//                     under its PD, every answer has XRC's opcode; a SEND
+//                     whose LAST names another SRQ than its FIRST, one
+//                     naming another domain's SRQ and one naming no SRQ
+//                     earn NAK Invalid Request (error_nak_sent +1, target
+//                     to ERR, nothing received); an RC opcode to the
+//                     target and an XRC one to an RC QP are malformed.
 //   resp-race         (only when named; needs tests/kmod/sroce_race.ko
 //                     loaded with scenario=qp_error) a SEND whose MIDDLE
 //                     packet fails to scatter, completing its receive WQE
@@ -81,6 +90,7 @@
 // (default 300). The exit status is 1 if any point failed.
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -115,7 +125,7 @@ namespace {
 
 constexpr uint16_t ROCE_PORT = 4791;
 constexpr int BTH = 12, RETH = 16, AETH = 4, ATMETH = 28, ATMACK = 8, IMMDT = 4, IETH = 4,
-	      ICRC = 4;
+	      XRCETH = 4, ICRC = 4;
 constexpr uint32_t PSN_MASK = 0xffffff;
 constexpr uint32_t PEER_QPN = 0x0ace01;	// the fake peer's QP number
 constexpr uint32_t MTU = 1024;
@@ -124,6 +134,7 @@ enum : uint32_t {
 	M_RETH = 1 << 0, M_AETH = 1 << 1, M_ATMETH = 1 << 2, M_ATMACK = 1 << 3,
 	M_IMMDT = 1 << 4, M_IETH = 1 << 5, M_PAYLOAD = 1 << 7,
 	M_REQ = 1 << 8, M_RESP = 1 << 9, M_READ = 1 << 14, M_ATOMIC = 1 << 15,
+	M_XRCETH = 1 << 16,
 };
 
 enum : uint8_t {
@@ -134,6 +145,7 @@ enum : uint8_t {
 	OP_SEND_LAST_INV = 0x16, OP_SEND_ONLY_INV = 0x17,
 };
 constexpr uint8_t UC = 0x20;	// | OP_SEND_FIRST .. OP_WRITE_ONLY_IMM: the UC opcodes
+constexpr uint8_t XRC = 0xa0;	// | OP_SEND_FIRST .. OP_SEND_ONLY_INV: the XRC opcodes
 
 // AETH syndromes.
 constexpr uint8_t SYN_ACK = 0x1f;		// ACK, no end-to-end credits
@@ -173,12 +185,16 @@ void init_opcodes()
 	op_mask[OP_SEND_ONLY_INV] = rq | M_IETH;
 	for (int op = OP_SEND_FIRST; op <= OP_WRITE_ONLY_IMM; op++)
 		op_mask[UC | op] = op_mask[op];
+	// XRC: RC's, and the requests carry an XRCETH (IBTA A14)
+	for (int op = OP_SEND_FIRST; op <= OP_SEND_ONLY_INV; op++)
+		if (op_mask[op])
+			op_mask[XRC | op] = op_mask[op] | (op_mask[op] & M_REQ ? (uint32_t)M_XRCETH : 0U);
 }
 
 int hdr_len(uint8_t op)
 {
 	uint32_t m = op_mask[op];
-	return BTH + (m & M_RETH ? RETH : 0) + (m & M_AETH ? AETH : 0) +
+	return BTH + (m & M_XRCETH ? XRCETH : 0) + (m & M_RETH ? RETH : 0) + (m & M_AETH ? AETH : 0) +
 	       (m & M_ATMETH ? ATMETH : 0) + (m & M_ATMACK ? ATMACK : 0) +
 	       (m & M_IMMDT ? IMMDT : 0) + (m & M_IETH ? IETH : 0);
 }
@@ -192,11 +208,17 @@ const char *op_name(uint8_t op)
 		"READ_RESP_LAST", "READ_RESP_ONLY", "ACK", "ATOMIC_ACK", "CMP_SWAP", "FETCH_ADD",
 		"0x15", "SEND_LAST_INV", "SEND_ONLY_INV",
 	};
-	static std::string uc[OP_WRITE_ONLY_IMM + 1];
+	static std::string uc[OP_WRITE_ONLY_IMM + 1], xrc[OP_SEND_ONLY_INV + 1];
 	if (op >= UC && op <= (UC | OP_WRITE_ONLY_IMM)) {
 		std::string &u = uc[op - UC];
 		if (u.empty())
 			u = std::string("UC_") + n[op - UC];
+		return u.c_str();
+	}
+	if (op >= XRC && op <= (XRC | OP_SEND_ONLY_INV)) {
+		std::string &u = xrc[op - XRC];
+		if (u.empty())
+			u = std::string("XRC_") + n[op - XRC];
 		return u.c_str();
 	}
 	return op < sizeof(n) / sizeof(n[0]) ? n[op] : "op?";
@@ -281,6 +303,7 @@ struct fields {
 	uint32_t msn = 0;
 	uint64_t orig = 0;		// AtomicAckETH
 	uint32_t imm = 0;
+	uint32_t srqn = 0;		// XRCETH
 	std::vector<uint8_t> payload;
 };
 
@@ -308,6 +331,10 @@ std::vector<uint8_t> build(const fields &f)
 	put16(&b[2], 0xffff);
 	put32(&b[4], f.qpn & PSN_MASK);
 	put32(&b[8], (f.psn & PSN_MASK) | (f.ackreq ? 0x80000000U : 0));
+	if (m & M_XRCETH) {
+		put32(h, f.srqn & PSN_MASK);
+		h += XRCETH;
+	}
 	if (m & M_RETH) {
 		put64(h, f.va), put32(h + 8, f.rkey), put32(h + 12, f.dmalen);
 		h += RETH;
@@ -351,6 +378,10 @@ bool parse(const uint8_t *b, size_t n, rx &r)
 	f.qpn = get32(b + 4) & PSN_MASK;
 	f.psn = get32(b + 8) & PSN_MASK;
 	f.ackreq = b[8] & 0x80;
+	if (m & M_XRCETH) {
+		f.srqn = get32(h) & PSN_MASK;
+		h += XRCETH;
+	}
 	if (m & M_RETH) {
 		f.va = get64(h), f.rkey = get32(h + 8), f.dmalen = get32(h + 12);
 		h += RETH;
@@ -649,9 +680,10 @@ struct counters {
 	static constexpr const char *names[] = {
 		"stale_responses", "rnr_nak_received", "seq_nak_received", "retransmitted_packets",
 		"retransmit_timeouts", "bad_ring_index", "error_nak_sent", "rx_drop_qp_state",
-		"rnr_nak_sent",
+		"rnr_nak_sent", "rx_drop_malformed",
 	};
-	enum { STALE, RNR, SEQ, RETX, TIMEOUTS, BAD_RING, ERR_NAK_SENT, DROP_STATE, RNR_SENT, N };
+	enum { STALE, RNR, SEQ, RETX, TIMEOUTS, BAD_RING, ERR_NAK_SENT, DROP_STATE, RNR_SENT,
+	       MALFORMED, N };
 	long long v[N];
 
 	static counters read()
@@ -714,7 +746,7 @@ bool to_rtr(ibv_qp *qp, uint32_t rq_psn, int access)
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 1;
 	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (qp->qp_type == IBV_QPT_RC)
+	if (qp->qp_type == IBV_QPT_RC || qp->qp_type == IBV_QPT_XRC_RECV)
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	return !ibv_modify_qp(qp, &a, mask);
 }
@@ -768,13 +800,13 @@ const char *state_name(ibv_qp_state s)
 
 // Completions of the shared CQ until @n came or g_wait passed; then what
 // else is there.
-std::vector<ibv_wc> wait_completions(size_t n)
+std::vector<ibv_wc> wait_completions(size_t n, ibv_cq *cq = nullptr)
 {
 	std::vector<ibv_wc> v;
 	double end = now() + g_wait;
 	for (;;) {
 		ibv_wc wc[16];
-		int k = ibv_poll_cq(dev.cq, 16, wc);
+		int k = ibv_poll_cq(cq ? cq : dev.cq, 16, wc);
 		for (int i = 0; i < k; i++)
 			v.push_back(wc[i]);
 		if (k > 0)
@@ -1928,6 +1960,309 @@ void case_uc_no_rwqe()
 	destroy_qp(qp);
 }
 
+// ---- case xrc: an XRC target QP and the SRQs its requests name ---------------
+
+// The device side of the xrc case: two XRC domains, SRQs in each (their
+// receives complete on one CQ of their own), and target QPs made fresh for
+// each point that fails one.
+struct xrc_side {
+	ibv_xrcd *xrcd = nullptr, *other = nullptr;
+	ibv_cq *cq = nullptr;
+	ibv_srq *a = nullptr, *a2 = nullptr, *foreign = nullptr;
+	uint32_t na = 0, na2 = 0, nforeign = 0;
+
+	static ibv_xrcd *open_xrcd()
+	{
+		ibv_xrcd_init_attr x{};
+		x.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+		x.fd = -1;
+		x.oflags = O_CREAT;
+		return ibv_open_xrcd(dev.ctx, &x);
+	}
+
+	ibv_srq *make_srq(ibv_xrcd *d, uint32_t &num)
+	{
+		ibv_srq_init_attr_ex s{};
+		s.attr.max_wr = 16;
+		s.attr.max_sge = 1;
+		s.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			      IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+		s.srq_type = IBV_SRQT_XRC;
+		s.pd = dev.pd;
+		s.xrcd = d;
+		s.cq = cq;
+		ibv_srq *q = ibv_create_srq_ex(dev.ctx, &s);
+		if (q && ibv_get_srq_num(q, &num))
+			num = 0;
+		return q;
+	}
+
+	bool make()
+	{
+		xrcd = open_xrcd();
+		other = open_xrcd();
+		cq = ibv_create_cq(dev.ctx, 32, nullptr, nullptr, 0);
+		if (!xrcd || !other || !cq)
+			return false;
+		a = make_srq(xrcd, na);
+		a2 = make_srq(xrcd, na2);
+		foreign = make_srq(other, nforeign);
+		return a && a2 && foreign && na && na2 && nforeign && na != na2 &&
+		       na != nforeign && na2 != nforeign;
+	}
+
+	ibv_qp *target(uint32_t psn)
+	{
+		ibv_qp_init_attr_ex ia{};
+		ia.qp_type = IBV_QPT_XRC_RECV;
+		ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+		ia.xrcd = xrcd;
+		ibv_qp *qp = ibv_create_qp_ex(dev.ctx, &ia);
+		if (qp && !to_rtr(qp, psn, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						   IBV_ACCESS_REMOTE_ATOMIC)) {
+			ibv_destroy_qp(qp);
+			qp = nullptr;
+		}
+		return qp;
+	}
+
+	~xrc_side()
+	{
+		for (ibv_srq *q : {a, a2, foreign})
+			if (q)
+				ibv_destroy_srq(q);
+		if (cq)
+			ibv_destroy_cq(cq);
+		for (ibv_xrcd *d : {xrcd, other})
+			if (d)
+				ibv_close_xrcd(d);
+	}
+};
+
+bool post_srq(ibv_srq *q, uint64_t id, uint8_t *buf, uint32_t len, uint32_t lkey)
+{
+	ibv_sge sge = {(uintptr_t)buf, len, lkey};
+	ibv_recv_wr wr{}, *bad;
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	return !ibv_post_srq_recv(q, &wr, &bad);
+}
+
+// An XRC SEND of @len pattern bytes (seed @seed) from @psn naming @srqn;
+// packets FIRST .. LAST, or ONLY; the last asks for an ACK.
+std::vector<fields> xrc_send(uint32_t qpn, uint32_t psn, uint32_t srqn, size_t len,
+			     uint32_t seed)
+{
+	std::vector<fields> v;
+	size_t off = 0;
+	do {
+		size_t n = std::min<size_t>(MTU, len - off);
+		bool first = off == 0, last = off + n == len;
+		fields f;
+		f.op = XRC | (first && last ? OP_SEND_ONLY : first ? OP_SEND_FIRST :
+					      last ? OP_SEND_LAST : OP_SEND_MIDDLE);
+		f.qpn = qpn, f.psn = psn_add(psn, v.size()), f.srqn = srqn, f.ackreq = last;
+		for (size_t j = 0; j < n; j++)
+			f.payload.push_back(pattern(seed, off + j));
+		v.push_back(f);
+		off += n;
+	} while (off < len);
+	return v;
+}
+
+// One answer at @psn with AETH syndrome @syn and opcode @op, nothing else.
+void expect_one(point &P, const std::vector<rx> &got, uint8_t op, uint32_t psn, uint8_t syn)
+{
+	if (got.size() != 1 || got[0].f.op != op || got[0].f.psn != psn ||
+	    got[0].f.syndrome != syn)
+		P.fail("answers %s, want one %s at 0x%06x with AETH 0x%02x (got 0x%02x)",
+		       list(got).c_str(), op_name(op), psn, syn,
+		       got.empty() ? 0 : got[0].f.syndrome);
+}
+
+void case_xrc()
+{
+	constexpr uint32_t psn = 0x3a0000;
+	point P;
+	xrc_side x;
+	region r;
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	ibv_qp *tgt = nullptr;
+
+	if (!r.make(65536, access) || !x.make() || !(tgt = x.target(psn))) {
+		tap::check(false, "xrc: XRCDs, XRC SRQs, a target QP to RTR: %s", strerror(errno));
+		return;
+	}
+	P.report("xrc: two XRC domains, SRQs %u and %u in one and %u in the other, target QP %u "
+		 "in RTR", x.na, x.na2, x.nforeign, tgt->qp_num);
+
+	// A SEND ONLY naming SRQ a, a 2.5-packet SEND naming a2.
+	drain_peer();
+	bool posted = post_srq(x.a, 0xa1, r.buf, 4096, r.mr->lkey) &&
+		      post_srq(x.a2, 0xa2, r.buf + 4096, 4096, r.mr->lkey) &&
+		      post_srq(x.foreign, 0xf1, r.buf + 12288, 4096, r.mr->lkey);
+	if (!posted)
+		P.fail("post_srq_recv: %s", strerror(errno));
+	for (auto &f : xrc_send(tgt->qp_num, psn, x.na, 700, 1))
+		peer_send(f);
+	expect_one(P, collect(P, 1), XRC | OP_ACK, psn, SYN_ACK);
+	for (auto &f : xrc_send(tgt->qp_num, psn_add(psn, 1), x.na2, 2548, 2))
+		peer_send(f);
+	expect_one(P, collect(P, 1), XRC | OP_ACK, psn_add(psn, 3), SYN_ACK);
+	auto wc = wait_completions(2, x.cq);
+	if (wc.size() != 2 || wc[0].wr_id != 0xa1 || wc[0].byte_len != 700 ||
+	    wc[1].wr_id != 0xa2 || wc[1].byte_len != 2548)
+		P.fail("%zu completions on the SRQs' CQ, want 0xa1 (700 bytes) then 0xa2 (2548)",
+		       wc.size());
+	for (auto &w : wc)
+		if (w.status != IBV_WC_SUCCESS || w.opcode != IBV_WC_RECV ||
+		    w.qp_num != tgt->qp_num || w.src_qp != PEER_QPN)
+			P.fail("wr_id 0x%llx: %s opcode %d qp_num %u src_qp 0x%x",
+			       (unsigned long long)w.wr_id, ibv_wc_status_str(w.status), w.opcode,
+			       w.qp_num, w.src_qp);
+	if (!wait_completions(0).empty())
+		P.fail("completions on the device's other CQ");
+	for (size_t i = 0; i < 700; i++)
+		if (r.buf[i] != pattern(1, i)) {
+			P.fail("SRQ a's buffer: byte %zu differs", i);
+			break;
+		}
+	for (size_t i = 0; i < 2548; i++)
+		if (r.buf[4096 + i] != pattern(2, i)) {
+			P.fail("SRQ a2's buffer: byte %zu differs", i);
+			break;
+		}
+	P.report("xrc: SENDs naming SRQ a (one packet) and a2 (three) land in that SRQ's WQE, "
+		 "complete on its CQ with the target's QPN; answered with XRC ACKs");
+
+	// WRITE, READ and FETCH_ADD under the PD of the SRQ named.
+	uint32_t p = psn_add(psn, 4);
+	fields w;
+	w.op = XRC | OP_WRITE_ONLY, w.qpn = tgt->qp_num, w.psn = p, w.srqn = x.na;
+	w.ackreq = true;
+	w.va = (uintptr_t)r.buf + 16384, w.rkey = r.mr->rkey, w.dmalen = 300;
+	w.payload.assign(300, 0x6b);
+	peer_send(w);
+	expect_one(P, collect(P, 1), XRC | OP_ACK, p, SYN_ACK);
+	if (std::count(r.buf + 16384, r.buf + 16684, 0x6b) != 300)
+		P.fail("the WRITE's 300 bytes did not land");
+	for (size_t i = 0; i < 1500; i++)
+		r.buf[20480 + i] = pattern(5, i);
+	fields rd;
+	rd.op = XRC | OP_READ_REQ, rd.qpn = tgt->qp_num, rd.psn = psn_add(p, 1);
+	rd.srqn = x.na2, rd.va = (uintptr_t)r.buf + 20480, rd.rkey = r.mr->rkey, rd.dmalen = 1500;
+	peer_send(rd);
+	auto got = collect(P, 2);
+	if (got.size() != 2 || got[0].f.op != (XRC | OP_READ_RESP_FIRST) ||
+	    got[1].f.op != (XRC | OP_READ_RESP_LAST) || got[0].f.psn != rd.psn ||
+	    got[1].f.psn != psn_add(rd.psn, 1) || got[0].f.payload.size() != MTU ||
+	    got[1].f.payload.size() != 1500 - MTU)
+		P.fail("READ answered %s, want XRC READ_RESP_FIRST/LAST of 1024 + 476 bytes",
+		       list(got).c_str());
+	else
+		for (size_t i = 0; i < 1500; i++)
+			if ((i < MTU ? got[0].f.payload[i] : got[1].f.payload[i - MTU]) !=
+			    pattern(5, i)) {
+				P.fail("READ response byte %zu differs", i);
+				break;
+			}
+	uint64_t *word = reinterpret_cast<uint64_t *>(r.buf + 24576);
+	*word = 1000;
+	fields fa;
+	fa.op = XRC | OP_FETCH_ADD, fa.qpn = tgt->qp_num, fa.psn = psn_add(p, 3);
+	fa.srqn = x.na, fa.va = (uintptr_t)word, fa.rkey = r.mr->rkey, fa.swap_add = 24;
+	peer_send(fa);
+	got = collect(P, 1);
+	if (got.size() != 1 || got[0].f.op != (XRC | OP_ATOMIC_ACK) || got[0].f.orig != 1000 ||
+	    *word != 1024)
+		P.fail("FETCH_ADD answered %s orig %llu, word %llu; want XRC ATOMIC_ACK orig 1000, "
+		       "word 1024", list(got).c_str(),
+		       got.empty() ? 0ULL : (unsigned long long)got[0].f.orig,
+		       (unsigned long long)*word);
+	P.report("xrc: WRITE, READ (two XRC READ responses, data as in the MR) and FETCH_ADD "
+		 "through the target QP");
+
+	// A message whose LAST names another SRQ than its FIRST did.
+	p = psn_add(p, 4);
+	auto split = xrc_send(tgt->qp_num, p, x.na, 2048, 6);
+	split[1].srqn = x.na2;
+	post_srq(x.a, 0xa3, r.buf + 32768, 4096, r.mr->lkey);
+	counters c0 = counters::read();
+	for (auto &f : split)
+		peer_send(f);
+	expect_one(P, collect(P, 1), XRC | OP_ACK, split[1].psn, SYN_NAK_INV_REQ);
+	counters c1 = counters::read();
+	check_delta(P, c0, c1, counters::ERR_NAK_SENT, 1);
+	if (!wait_state(tgt, IBV_QPS_ERR))
+		P.fail("target QP in %s, want ERR", state_name(state_of(tgt)));
+	if (!wait_completions(0, x.cq).empty())
+		P.fail("a completion on the SRQs' CQ");
+	P.report("xrc: a SEND LAST naming another SRQ than its FIRST: NAK Invalid Request at "
+		 "its PSN, target QP to ERR");
+	destroy_qp(tgt);
+
+	// SRQ numbers the target may not use: another XRCD's, one that is none.
+	struct {
+		uint32_t srqn;
+		const char *what;
+	} bad[] = {{x.nforeign, "an SRQ of another XRC domain"}, {0xfffff0, "no SRQ at all"}};
+	for (auto &b : bad) {
+		tgt = x.target(psn);
+		if (!tgt) {
+			P.fail("target QP: %s", strerror(errno));
+			P.report("xrc: a SEND naming %s", b.what);
+			continue;
+		}
+		c0 = counters::read();
+		for (auto &f : xrc_send(tgt->qp_num, psn, b.srqn, 200, 7))
+			peer_send(f);
+		expect_one(P, collect(P, 1), XRC | OP_ACK, psn, SYN_NAK_INV_REQ);
+		c1 = counters::read();
+		check_delta(P, c0, c1, counters::ERR_NAK_SENT, 1);
+		if (!wait_state(tgt, IBV_QPS_ERR))
+			P.fail("target QP in %s, want ERR", state_name(state_of(tgt)));
+		if (!wait_completions(0, x.cq).empty())
+			P.fail("a completion on the SRQs' CQ");
+		for (size_t i = 12288; i < 16384; i++)
+			if (r.buf[i]) {
+				P.fail("the foreign SRQ's buffer was written");
+				break;
+			}
+		P.report("xrc: a SEND naming %s: NAK Invalid Request, target QP to ERR, nothing "
+			 "received", b.what);
+		destroy_qp(tgt);
+	}
+
+	// Opcodes of the wrong transport: RC's to a target, XRC's to an RC QP.
+	tgt = x.target(psn);
+	ibv_qp *rc = create_rc(0);
+	if (!tgt || !rc || !to_rtr(rc, psn, access)) {
+		P.fail("target and RC QPs: %s", strerror(errno));
+	} else {
+		c0 = counters::read();
+		fields f;
+		f.op = OP_SEND_ONLY, f.qpn = tgt->qp_num, f.psn = psn, f.ackreq = true;
+		f.payload.assign(64, 1);
+		peer_send(f);
+		auto g = xrc_send(rc->qp_num, psn, x.na, 64, 8);
+		peer_send(g[0]);
+		got = collect(P, 0);
+		c1 = counters::read();
+		if (!got.empty())
+			P.fail("answered: %s", list(got).c_str());
+		check_delta(P, c0, c1, counters::MALFORMED, 2);
+		if (state_of(tgt) != IBV_QPS_RTR || state_of(rc) != IBV_QPS_RTR)
+			P.fail("target in %s, RC QP in %s, want both RTR",
+			       state_name(state_of(tgt)), state_name(state_of(rc)));
+	}
+	P.report("xrc: an RC SEND to the target QP and an XRC SEND to an RC QP: dropped as "
+		 "malformed, unanswered, both QPs stay in RTR");
+	destroy_qp(tgt);
+	destroy_qp(rc);
+}
+
 // ---- the case runner ----------------------------------------------------------
 
 struct wire_case {
@@ -1945,6 +2280,7 @@ const wire_case cases[] = {
 	{"tamper-prod-ahead", "SQ prod moved ahead by more than the ring", case_tamper_prod_ahead},
 	{"tamper-prod-back", "SQ prod moved back below what was fetched", case_tamper_prod_back},
 	{"uc-no-rwqe", "UC messages that find the receive queue empty", case_uc_no_rwqe},
+	{"xrc", "an XRC target QP and the SRQs its requests name", case_xrc},
 	{"resp-race", "a failed SEND's next packet from another CPU (sroce_race.ko qp_error)",
 	 case_resp_race, true},
 };

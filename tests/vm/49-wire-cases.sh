@@ -20,6 +20,10 @@
 #   uc-no-rwqe         a UC SEND and WRITE with immediate that find the
 #                      receive queue empty: dropped whole, no RNR NAK, counted;
 #                      the next ones land
+#   xrc                an XRC target QP: SENDs, WRITE, READ, FETCH_ADD through
+#                      the SRQ each request names, XRC answers; a message
+#                      switching SRQs, another domain's SRQ and no SRQ earn
+#                      NAK Invalid Request; wrong-transport opcodes dropped
 #   resp-race          with tests/kmod/sroce_race.ko holding the responder
 #                      between a failed SEND packet and the move to ERR,
 #                      the message's next packet from the other CPU is not
@@ -57,7 +61,7 @@ resp_race() {
 	return $rc
 }
 
-tap_plan 8
+tap_plan 9
 sroce_single_device || tap_bail "set-up: sroce0 on vethA"
 
 tap_check "dmalen: DMA lengths above 2^31 are NAKed Invalid Request, 2^31 Remote Access" \
@@ -70,6 +74,8 @@ tap_check "tamper-prod-back: SQ prod below what was fetched is a corrupt ring" \
 	wire tamper-prod-back
 tap_check "uc-no-rwqe: UC messages with no receive WQE are dropped whole, silently" \
 	wire uc-no-rwqe
+tap_check "xrc: requests through the SRQ they name; foreign and missing SRQs NAKed" \
+	wire xrc
 tap_check "resp-race: a failed SEND's next packet, on another CPU, is not taken" resp_race
 tap_eq "rdma resource counts back to the MAD layer's own" "$(sroce_resources sroce0)" \
 	"$SROCE_MAD_OBJECTS"

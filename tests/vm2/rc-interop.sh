@@ -15,9 +15,10 @@
 #   tools/vm/run2 --a 'tests/vm2/rc-interop.sh' --b 'tests/vm2/rc-interop.sh'
 #
 # With VM2_V1=1 both guests run sroce loaded with roce_v1=1 and talk RoCE
-# v1 (their v1 GIDs of the IPv4 address): a shorter list, each side
-# serving in turn, and afterwards each side's sroce0 counted no dropped
-# frame.
+# v1 (their v1 GIDs of the IPv4 address): a shorter list, with XRC
+# (ibv_xsrq_pingpong, perftest -c XRC; rdma_rxe has none) as sroce meets
+# sroce here, each side serving in turn, and afterwards each side's sroce0
+# counted no dropped frame.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../vm/lib.sh"
@@ -46,7 +47,8 @@ GID=$(sroce_gid_index "$DEV" "$(sroce_ipv4_gid "$VM_LOCAL_IP")" "$GID_TYPE")
 tests=()
 if [ "$V1" = 1 ]; then
 	list=(pingpong-4096 pingpong-1048576 integrity ib_write_bw ib_read_bw
-	      ib_send_bw ib_atomic_bw ib_read_lat)
+	      ib_send_bw ib_atomic_bw ib_read_lat xsrq xrc:ib_send_bw
+	      xrc:ib_read_bw)
 else
 	list=(pingpong-1 pingpong-4096 pingpong-1048576 integrity
 	      ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw
@@ -65,6 +67,10 @@ cmd() {
 	pingpong-*)
 		echo ibv_rc_pingpong -d "$DEV" -g "$GID" -s "${name#pingpong-}" \
 			-n 20 -c "${peer[@]}" ;;
+	xsrq)
+		echo ibv_xsrq_pingpong -d "$DEV" -g "$GID" -m 1024 -n 20 "${peer[@]}" ;;
+	xrc:*)
+		echo "${name#xrc:}" -d "$DEV" -x "$GID" -c XRC -n 300 "${peer[@]}" ;;
 	integrity)
 		if [ "$side" = server ]; then
 			echo "$BIN" -s -d "$DEV" -g "$GID" -w 60
@@ -88,6 +94,7 @@ client_ok() {
 	case $name in
 	pingpong-*) grep -Eq "^$((40 * ${name#pingpong-})) bytes in" "$out" ;;
 	integrity) grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' "$out" ;;
+	xsrq) grep -qx success "$out" ;;
 	*) grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$out" ;;
 	esac
 }
