@@ -428,6 +428,94 @@ out:
 }
 
 /*
+ * XRC from the kernel: a domain (no file), an XRC SRQ the kernel posts
+ * to, a target QP through ib_create_qp, and an initiator. No ib_send_wr
+ * member carries the remote SRQ, so a kernel initiator cannot send:
+ * post_send says so (-EOPNOTSUPP), as it does on a target.
+ */
+static void ktest_xrc(struct ib_device *ibdev, struct ib_pd *pd)
+{
+	struct ib_srq_init_attr sinit = {
+		.srq_type = IB_SRQT_XRC,
+		.attr = { .max_wr = 8, .max_sge = 1 },
+	};
+	struct ib_qp_init_attr tinit = { .qp_type = IB_QPT_XRC_TGT };
+	struct ib_qp_init_attr iinit = {
+		.qp_type = IB_QPT_XRC_INI,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+	};
+	struct ib_qp_attr attr = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IB_ACCESS_REMOTE_WRITE,
+	};
+	struct ktest_recv r = { .cqe.done = ktest_recv_done };
+	struct ib_recv_wr rwr = { .wr_cqe = &r.cqe, .num_sge = 0 };
+	struct ib_send_wr swr = { .opcode = IB_WR_SEND };
+	const struct ib_recv_wr *rbad;
+	const struct ib_send_wr *sbad;
+	struct ib_qp *tgt = NULL, *ini = NULL;
+	struct ib_xrcd *xrcd;
+	struct ib_srq *srq;
+	struct ib_cq *cq;
+	int i, posted = 0;
+
+	ktest_check(ibdev->attrs.device_cap_flags & IB_DEVICE_XRC,
+		    "IB_DEVICE_XRC in device_cap_flags");
+	xrcd = ib_alloc_xrcd_user(ibdev, NULL, NULL);
+	if (!ktest_check(!IS_ERR(xrcd), "ib_alloc_xrcd_user (a kernel XRC domain)"))
+		return;
+	cq = ib_alloc_cq(ibdev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (!ktest_check(!IS_ERR(cq), "ib_alloc_cq for the XRC SRQ"))
+		goto out_xrcd;
+	sinit.ext.xrc.xrcd = xrcd;
+	sinit.ext.cq = cq;
+	srq = ib_create_srq(pd, &sinit);
+	if (!ktest_check(!IS_ERR(srq) && srq->ext.xrc.srq_num,
+			 "ib_create_srq (XRC): a non-zero SRQ number"))
+		goto out_cq;
+	for (i = 0; i < 8; i++)
+		posted += !ib_post_srq_recv(srq, &rwr, &rbad);
+	ktest_check(posted == 8, "ib_post_srq_recv x8 on the XRC SRQ");
+
+	tinit.xrcd = xrcd;
+	tgt = ib_create_qp(pd, &tinit);
+	if (ktest_check(!IS_ERR(tgt), "ib_create_qp (XRC_TGT)")) {
+		ktest_check(!ib_modify_qp(tgt, &attr, IB_QP_STATE |
+					  IB_QP_PKEY_INDEX | IB_QP_PORT |
+					  IB_QP_ACCESS_FLAGS),
+			    "XRC_TGT: RESET -> INIT");
+		ktest_check(ib_post_send(tgt, &swr, &sbad) == -EOPNOTSUPP &&
+			    sbad == &swr, "XRC_TGT: ib_post_send -EOPNOTSUPP");
+	} else {
+		tgt = NULL;
+	}
+	iinit.send_cq = cq;
+	ini = ib_create_qp(pd, &iinit);
+	if (ktest_check(!IS_ERR(ini) && !iinit.cap.max_recv_wr,
+			"ib_create_qp (XRC_INI): no receive queue")) {
+		ktest_check(!ib_modify_qp(ini, &attr, IB_QP_STATE |
+					  IB_QP_PKEY_INDEX | IB_QP_PORT |
+					  IB_QP_ACCESS_FLAGS),
+			    "XRC_INI: RESET -> INIT");
+		ktest_check(ib_post_send(ini, &swr, &sbad) == -EOPNOTSUPP,
+			    "XRC_INI: a kernel ib_post_send -EOPNOTSUPP");
+		ktest_check(ib_post_recv(ini, &rwr, &rbad) == -EINVAL,
+			    "XRC_INI: ib_post_recv -EINVAL");
+		ktest_check(!ib_destroy_qp(ini), "ib_destroy_qp (XRC_INI)");
+	}
+	if (tgt)
+		ktest_check(!ib_destroy_qp(tgt), "ib_destroy_qp (XRC_TGT)");
+	ib_destroy_srq(srq);
+out_cq:
+	ib_free_cq(cq);
+out_xrcd:
+	ktest_check(!ib_dealloc_xrcd_user(xrcd, NULL),
+		    "ib_dealloc_xrcd_user once its SRQ and QPs are gone");
+}
+
+/*
  * The device is found as a ULP finds devices: an ib_client's add() sees
  * every registered one (during ib_register_client()) and keeps a
  * reference to the one named dev.
@@ -464,6 +552,7 @@ static int __init sroce_ktest_init(void)
 		ktest_frwr(pd);
 		ktest_reg_mr_then_send(ibdev, pd);
 		ktest_atomic_write(ibdev, pd);
+		ktest_xrc(ibdev, pd);
 		ib_dealloc_pd(pd);
 	}
 	ib_device_put(ibdev);

@@ -7,12 +7,14 @@
 # devices, or a veth's peer) sroce sends each on its own and counts it
 # (tx_tapped_packets). Between sroce0 (nsA) and sroce1 (nsB):
 #   - tcpdump on vethA (the sender's own device) while RC SEND, WRITE,
-#     READ and atomics, UC WRITE and UD SEND run: one frame per packet each
+#     READ and atomics, UC WRITE, UD SEND and XRC SEND, READ and atomics
+#     run: one frame per packet each
 #     way (frames from each address == that device's tx_packets), nothing
 #     dropped by the capture; tshark decodes every frame as InfiniBand with
 #     no malformed packet or expert error, and finds each opcode the
 #     traffic used (SEND/WRITE/READ response first, middle, last, READ
-#     request, ACK, atomic ACK, FETCH_ADD, UC WRITE, UD SEND only);
+#     request, ACK, atomic ACK, FETCH_ADD, UC WRITE, UD SEND only, and
+#     XRC's SEND, READ, responses, ACKs and FETCH_ADD with their XRCETH);
 #   - tcpdump on vethB, the peer of the sender's device, in the other
 #     namespace: one frame per packet of sroce0's WRITE stream;
 #   - no burst while a tap listens, bursts again once it has gone.
@@ -48,7 +50,10 @@ traffic() {
 	perf ib_read_bw -s 4096 -n 100 &&
 	perf ib_atomic_bw -n 100 &&
 	perf ib_write_bw -c UC -s 4096 -n 100 &&
-	perf ib_send_bw -c UD -s 1024 -n 100
+	perf ib_send_bw -c UD -s 1024 -n 100 &&
+	perf ib_send_bw -c XRC -s 4096 -n 100 &&
+	perf ib_read_bw -c XRC -s 4096 -n 50 &&
+	perf ib_atomic_bw -c XRC -n 50
 }
 
 # frames FILE SRC: frames of FILE from IP address SRC.
@@ -108,7 +113,8 @@ a0=$(sroce_counter sroce0 tx_packets) b0=$(sroce_counter sroce1 tx_packets)
 g0=$(sroce_counter sroce0 tx_bursts) t0=$(sroce_counter sroce0 tx_tapped_packets)
 tap_check "tcpdump on vethA (sroce0's device) listens" capture_start nsA vethA "$CAP/a.pcap" \
 	"udp port 4791"
-tap_check "RC SEND/WRITE/READ/atomics, UC WRITE, UD SEND under the tap" traffic
+tap_check "RC SEND/WRITE/READ/atomics, UC WRITE, UD SEND, XRC SEND/READ/atomics under the tap" \
+	traffic
 tap_check "tcpdump on vethA dropped nothing, wrote all it took" capture_stop "$CAP/a.pcap"
 a1=$(sroce_counter sroce0 tx_packets) b1=$(sroce_counter sroce1 tx_packets)
 tap_check "vethA: one frame per packet sroce0 sent" \
@@ -117,9 +123,11 @@ tap_check "vethA: one frame per packet sroce1 sent" \
 	same_count sroce1 "$(frames "$CAP/a.pcap" 10.77.0.2)" $((b1 - b0))
 # RC: 0-2 SEND first/middle/last, 6-8 WRITE, 12 READ request, 13-15 READ
 # response, 17 ACK, 18 atomic ACK, 20 FETCH_ADD; UC (0x20 +) 38-40 WRITE;
-# UD (0x60 +) 100 SEND only.
+# UD (0x60 +) 100 SEND only; XRC (0xa0 +) 160-162 SEND, 172 READ request,
+# 173-175 READ response, 177 ACK, 178 atomic ACK, 180 FETCH_ADD.
 tap_check "tshark: every opcode the traffic used" \
-	has_opcodes "$(capture_opcodes "$CAP/a.pcap")" 0 1 2 6 7 8 12 13 14 15 17 18 20 38 39 40 100
+	has_opcodes "$(capture_opcodes "$CAP/a.pcap")" 0 1 2 6 7 8 12 13 14 15 17 18 20 38 39 40 100 \
+	160 161 162 172 173 174 175 177 178 180
 tap_eq "tshark: every frame decoded as InfiniBand" "$(not_infiniband "$CAP/a.pcap")" 0
 tap_eq "tshark: no malformed frame, no expert error" "$(bad_frames "$CAP/a.pcap")" 0
 tap_check "sroce0 sent no burst while the tap listened, and counted its packets" \
