@@ -84,6 +84,11 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 		/* The DETH's source QPN has a reserved top byte. */
 		if ((info->mask & SROCE_M_DETH) && i == SROCE_BTH_BYTES + 4)
 			continue;
+		/* So has the XRCETH (XRC requests: right after the BTH). */
+		if ((info->mask & SROCE_M_XRCETH) && i == SROCE_BTH_BYTES) {
+			CHECK(again[i] == 0);
+			continue;
+		}
 		/* The FETH (FLUSH): only placement and selectivity count. */
 		if ((info->mask & SROCE_M_FETH) &&
 		    i < SROCE_BTH_BYTES + SROCE_FETH_BYTES) {

@@ -9,6 +9,9 @@ enum ib_qp_type {
 	IB_QPT_RC,
 	IB_QPT_UC,
 	IB_QPT_UD,
+	/* The kernel's values: the uverbs ABI's (XRC_INI 9, XRC_TGT 10). */
+	IB_QPT_XRC_INI = 9,
+	IB_QPT_XRC_TGT = 10,
 };
 
 enum ib_wc_status {
