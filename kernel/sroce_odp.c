@@ -290,12 +290,17 @@ static struct sroce_odp *sroce_odp_child(struct sroce_odp *odp, u64 va)
 	child = sroce_odp_table(odp->sdev, umem_odp);
 	if (!child) {
 		child = ERR_PTR(-ENOMEM);
-	} else if (xa_err(xa_store(&odp->children, idx, child,
-				   GFP_KERNEL_ACCOUNT))) {
+		goto out;
+	}
+	/*
+	 * Marked before it is published: a lookup on another CPU that finds
+	 * it (sroce_odp_map(), under RCU) reads the mark to know it holds
+	 * the RCU read lock, and would leak it seeing none.
+	 */
+	child->child = true;
+	if (xa_err(xa_store(&odp->children, idx, child, GFP_KERNEL_ACCOUNT))) {
 		sroce_odp_table_free(child);
 		child = ERR_PTR(-ENOMEM);
-	} else {
-		child->child = true;
 	}
 out:
 	mutex_unlock(&odp->children_lock);
