@@ -17,6 +17,8 @@
 #     XRC's SEND, READ, responses, ACKs and FETCH_ADD with their XRCETH);
 #   - tcpdump on vethB, the peer of the sender's device, in the other
 #     namespace: one frame per packet of sroce0's WRITE stream;
+#   - UD multicast (sroce_mcast) under a tap on vethA: tshark decodes its
+#     datagrams to destination QP 0xFFFFFF with no malformed frame;
 #   - no burst while a tap listens, bursts again once it has gone.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -97,6 +99,24 @@ peer_tapped() {
 	same_count sroce0 "$(frames "$CAP/b.pcap" 10.77.0.1)" $((a1 - a0))
 }
 
+# mcast_capture: sroce_mcast's traffic under a tap on vethA, its
+# multicast datagrams decoded.
+mcast_capture() {
+	local rc n bad
+	capture_start nsA vethA "$CAP/m.pcap" "udp port 4791" || return 1
+	ip netns exec nsB timeout 120 "$SROCE_BIN/sroce_mcast" -a sroce0 -A "$SROCE_GID_A" \
+		-b sroce1 -B "$SROCE_GID_B" >"$CAP/m.out" 2>&1
+	rc=$?
+	capture_stop "$CAP/m.pcap" || return 1
+	[ "$rc" = 0 ] || { tail -n 20 "$CAP/m.out"; return 1; }
+	n=$(tshark -r "$CAP/m.pcap" -Y 'infiniband.bth.destqp == 0xffffff' \
+		2>/dev/null | wc -l)
+	bad=$(bad_frames "$CAP/m.pcap")
+	echo "multicast frames decoded: $n; malformed or expert errors: $bad"
+	[ "$n" -gt 0 ] && [ "$bad" = 0 ] &&
+	has_opcodes "$(capture_opcodes "$CAP/m.pcap")" 100
+}
+
 bursts_again() {
 	local g0 g1
 	g0=$(sroce_counter sroce0 tx_bursts)
@@ -106,7 +126,7 @@ bursts_again() {
 	[ "$g1" -gt "$g0" ]
 }
 
-tap_plan 12
+tap_plan 13
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 
 a0=$(sroce_counter sroce0 tx_packets) b0=$(sroce_counter sroce1 tx_packets)
@@ -136,6 +156,8 @@ tap_check "sroce0 sent no burst while the tap listened, and counted its packets"
 # The tap on the other end of the veth, in the other namespace.
 tap_check "tcpdump on vethB (the peer of sroce0's device): one frame per packet of a WRITE stream" \
 	peer_tapped
+tap_check "UD multicast (sroce_mcast) under the tap: tshark decodes its datagrams to QP 0xFFFFFF, nothing malformed" \
+	mcast_capture
 tap_check "no tap: ib_write_bw sends in bursts again" bursts_again
 tap_check "nothing malformed, corrupt or unrouted" sroce_nothing_malformed
 tap_done

@@ -105,6 +105,8 @@ v1_traffic() {
 	perf ib_read_bw -s 4096 -n 100 &&
 	perf ib_atomic_bw -n 100 &&
 	perf ib_write_lat -s 64 -n 100 &&
+	perf ib_send_bw -c XRC -s 4096 -n 100 &&
+	perf ib_read_bw -c XRC -s 4096 -n 50 &&
 	integrity
 }
 
@@ -252,16 +254,18 @@ tap_check "sroce1: the same" gid_table sroce1 10.77.0.2
 a0=$(sroce_counter sroce0 tx_packets) b0=$(sroce_counter sroce1 tx_packets)
 tap_check "tcpdump on vethA listens (ether proto 0x8915 or udp port 4791)" \
 	capture_start nsA vethA "$CAP/v1.pcap" "$V1_OR_V2"
-tap_check "over v1: rc/uc/ud pingpong --chk, ib_send/write/read/atomic_bw, ib_write_lat, sroce_integrity" \
+tap_check "over v1: rc/uc/ud pingpong --chk, ib_send/write/read/atomic_bw, ib_write_lat, XRC send/read, sroce_integrity" \
 	v1_traffic
 tap_check "tcpdump dropped nothing, wrote all it took" capture_stop "$CAP/v1.pcap"
 a1=$(sroce_counter sroce0 tx_packets) b1=$(sroce_counter sroce1 tx_packets)
 tap_eq "no UDP datagram at all" "$(frames "$CAP/v1.pcap" udp)" 0
 tap_check "one v1 frame per packet each device sent" per_packet
 # RC 0-2 SEND, 4 SEND only, 6-8/10 WRITE, 12-16 READ, 17 ACK, 18 atomic
-# ACK, 20 FETCH_ADD; UC 36 SEND only; UD 100 SEND only.
+# ACK, 20 FETCH_ADD; UC 36 SEND only; UD 100 SEND only; XRC 160-162
+# SEND, 172-175 READ, 177 ACK.
 tap_check "tshark: every opcode the traffic used" \
-	has_opcodes "$(capture_opcodes "$CAP/v1.pcap")" 0 1 2 4 6 7 8 10 12 13 14 15 16 17 18 20 36 100
+	has_opcodes "$(capture_opcodes "$CAP/v1.pcap")" 0 1 2 4 6 7 8 10 12 13 14 15 16 17 18 20 36 100 \
+	160 161 162 172 173 174 175 177
 # Without the RPC-over-RDMA heuristic: it takes some of sroce_integrity's
 # SEND payloads (application data) for RPC-over-RDMA headers, and finds
 # those malformed.
