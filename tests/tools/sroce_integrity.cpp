@@ -35,6 +35,11 @@
 // "# " lines, last line "integrity: N ops, M bytes verified, K errors".  Exit
 // status 1 on any error.  A side whose peer dies (TCP connection closed) or
 // makes no progress for -w seconds stops with a clear message.
+//
+// --xrc (both sides): the same transfers over XRC instead of RC. Each side
+// has an XRC domain with one XRC SRQ (its receives, in its PD, completing
+// on its receive CQ), an XRC_RECV QP its peer's requests go to and an
+// XRC_SEND QP for its own, every request naming the peer's SRQ.
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
@@ -80,7 +85,7 @@ constexpr uint64_t CTRL_SLOT = 256;	// control message slot
 constexpr uint64_t CTRL_BUF = 64;	// the message's offset in its slot
 constexpr uint32_t CTRL_CAP = 128;	// receive capacity of a control slot
 constexpr uint32_t MSG_MAGIC = 0x53524f49;
-constexpr uint32_t PROTO_VERSION = 1;
+constexpr uint32_t PROTO_VERSION = 2;	// 2: qp_info's XRC numbers
 constexpr int MAX_PRINTED = 10;
 constexpr int WIRE_LINES = 4;
 constexpr int WIRE_LINE_LEN = 240;
@@ -147,6 +152,8 @@ struct qp_info {
 	uint32_t rkey;
 	uint32_t mtu;
 	uint32_t max_dest_rd;
+	uint32_t xrc_tgt_qpn;	// --xrc: the XRC_RECV QP (qpn is the XRC_SEND one)
+	uint32_t xrc_srqn;	// --xrc: the SRQ requests name
 	uint32_t pad;
 	uint8_t gid[16];
 };
@@ -215,6 +222,7 @@ struct options {
 	uint32_t flow_label = 0;	// the path's GRH flow label, as given
 	bool odp = false;		// this side's MRs IBV_ACCESS_ON_DEMAND
 	bool churn = false;		// ... and fork + compaction under them
+	bool xrc = false;		// XRC QPs and an XRC SRQ instead of RC
 	int wait_s = 30;
 	int seconds = 0;	// client: run the op set again until this long
 	const char *stop_file = nullptr;	// ... or until this file exists
@@ -595,7 +603,10 @@ struct side {
 	ibv_pd *pd = nullptr;
 	ibv_comp_channel *ch = nullptr;
 	ibv_cq *scq = nullptr, *rcq = nullptr;
-	ibv_qp *qp = nullptr;
+	ibv_qp *qp = nullptr;		// RC, or --xrc the XRC_SEND QP
+	ibv_qp *tgt = nullptr;		// --xrc: the XRC_RECV QP
+	ibv_srq *srq = nullptr;		// --xrc: where receives are posted
+	ibv_xrcd *xrcd = nullptr;
 	uint8_t *region = nullptr;
 	uint64_t region_len = 0;
 	ibv_mr *mr = nullptr;
@@ -883,6 +894,66 @@ void *alloc_pages(uint64_t len)
 
 // PD, channel, CQs, the QP, the data region (DEPTH slots) and the control
 // slots; INIT.
+void qp_to_init(ibv_qp *qp, int access)
+{
+	ibv_qp_attr a = {};
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = S.o.ib_port;
+	a.qp_access_flags = access;
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		fatal("modify QP 0x%x to INIT: %s", qp->qp_num, strerror(errno));
+}
+
+// --xrc: the domain, its SRQ (receives of @max_wr, completing on the
+// receive CQ, in this side's PD: the peer's WRITEs and READs are checked
+// against it) and the XRC_RECV QP the peer's requests come to.
+void create_xrc_receive_side(uint32_t max_wr)
+{
+	ibv_xrcd_init_attr xa = {};
+	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	xa.fd = -1;
+	xa.oflags = O_CREAT;
+	S.xrcd = ibv_open_xrcd(S.ctx, &xa);
+	if (!S.xrcd)
+		fatal("ibv_open_xrcd: %s", strerror(errno));
+	ibv_srq_init_attr_ex sa = {};
+	sa.attr.max_wr = max_wr;
+	sa.attr.max_sge = MAX_SGE;
+	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+		       IBV_SRQ_INIT_ATTR_CQ;
+	sa.srq_type = IBV_SRQT_XRC;
+	sa.pd = S.pd;
+	sa.xrcd = S.xrcd;
+	sa.cq = S.rcq;
+	S.srq = ibv_create_srq_ex(S.ctx, &sa);
+	if (!S.srq)
+		fatal("ibv_create_srq_ex (XRC, %u WRs, %d SGEs): %s", max_wr, MAX_SGE,
+		      strerror(errno));
+	ibv_qp_init_attr_ex ta = {};
+	ta.qp_type = IBV_QPT_XRC_RECV;
+	ta.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	ta.xrcd = S.xrcd;
+	S.tgt = ibv_create_qp_ex(S.ctx, &ta);
+	if (!S.tgt)
+		fatal("ibv_create_qp_ex (XRC_RECV): %s", strerror(errno));
+}
+
+// A receive: on the QP's own queue, or --xrc the SRQ.
+int post_recv_wr(ibv_recv_wr *wr, ibv_recv_wr **bad)
+{
+	return S.srq ? ibv_post_srq_recv(S.srq, wr, bad) : ibv_post_recv(S.qp, wr, bad);
+}
+
+// Sends: --xrc, every WR names the peer's SRQ.
+int post_send_wr(ibv_send_wr *wr, ibv_send_wr **bad)
+{
+	for (ibv_send_wr *w = wr; S.o.xrc && w; w = w->next)
+		w->qp_type.xrc.remote_srqn = S.peer.xrc_srqn;
+	return ibv_post_send(S.qp, wr, bad);
+}
+
 void create_resources(bool server)
 {
 	ibv_device_attr da;
@@ -923,37 +994,48 @@ void create_resources(bool server)
 	if (S.o.churn && pthread_create(&churner, nullptr, churn_thread, nullptr))
 		fatal("pthread_create: %s", strerror(errno));
 
-	ibv_qp_init_attr ia = {};
+	ibv_qp_init_attr_ex ia = {};
 	ia.send_cq = S.scq;
 	ia.recv_cq = S.rcq;
 	ia.qp_type = IBV_QPT_RC;
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ia.pd = S.pd;
 	ia.cap.max_send_wr = 2 * depth + 4;
 	ia.cap.max_recv_wr = depth + 4;
 	ia.cap.max_send_sge = MAX_SGE;
 	ia.cap.max_recv_sge = MAX_SGE;
 	ia.cap.max_inline_data = 64;
-	S.qp = ibv_create_qp(S.pd, &ia);
+	if (S.o.xrc) {
+		create_xrc_receive_side(depth + 4);
+		// The initiator: sends only, its receives are the peer's SRQ's.
+		ia.qp_type = IBV_QPT_XRC_SEND;
+		ia.recv_cq = nullptr;
+		ia.cap.max_recv_wr = 0;
+		ia.cap.max_recv_sge = 0;
+	}
+	S.qp = ibv_create_qp_ex(S.ctx, &ia);
 	if (!S.qp) {
 		ia.cap.max_inline_data = 0;
-		S.qp = ibv_create_qp(S.pd, &ia);
+		S.qp = ibv_create_qp_ex(S.ctx, &ia);
 	}
 	if (!S.qp)
-		fatal("ibv_create_qp (RC, %u/%u WRs, %d SGEs): %s", ia.cap.max_send_wr,
-		      ia.cap.max_recv_wr, MAX_SGE, strerror(errno));
+		fatal("ibv_create_qp (%s, %u/%u WRs, %d SGEs): %s", S.o.xrc ? "XRC_SEND" : "RC",
+		      ia.cap.max_send_wr, ia.cap.max_recv_wr, MAX_SGE, strerror(errno));
 	S.max_inline = ia.cap.max_inline_data;
 
-	ibv_qp_attr a = {};
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = S.o.ib_port;
-	a.qp_access_flags = server ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ : 0;
-	if (ibv_modify_qp(S.qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		fatal("modify QP to INIT: %s", strerror(errno));
+	int responder_access = server ? IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ : 0;
+	qp_to_init(S.qp, S.o.xrc ? 0 : responder_access);
+	if (S.o.xrc)
+		qp_to_init(S.tgt, responder_access);
 
 	S.max_rd = std::max(1, std::min<int>(da.max_qp_rd_atom, 16));
 	S.max_init_rd = std::max(1, std::min<int>(da.max_qp_init_rd_atom, 16));
 	S.me.qpn = S.qp->qp_num;
+	if (S.o.xrc) {
+		S.me.xrc_tgt_qpn = S.tgt->qp_num;
+		if (ibv_get_srq_num(S.srq, &S.me.xrc_srqn))
+			fatal("ibv_get_srq_num: %s", strerror(errno));
+	}
 	S.me.psn = (uint32_t)mix64(S.p.seed ^ (server ? 0x5e : 0xc1) ^ getpid()) & 0xffffff;
 	S.me.addr = reinterpret_cast<uintptr_t>(S.region);
 	S.me.region_len = S.region_len;
@@ -966,12 +1048,14 @@ void create_resources(bool server)
 	S.skey = src_key(S.p.seed);
 }
 
-void connect_qp()
+// INIT -> RTR toward the peer's QP @dest_qpn; @responder: with the
+// responder's attributes (an XRC_SEND QP has none).
+void qp_to_rtr(ibv_qp *qp, uint32_t dest_qpn, bool responder)
 {
 	ibv_qp_attr a = {};
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = mtu_enum(S.p.path_mtu);
-	a.dest_qp_num = S.peer.qpn;
+	a.dest_qp_num = dest_qpn;
 	a.rq_psn = S.peer.psn;
 	a.max_dest_rd_atomic = S.max_rd;
 	a.min_rnr_timer = S.o.min_rnr_timer;
@@ -981,10 +1065,21 @@ void connect_qp()
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.grh.flow_label = S.o.flow_label;
 	a.ah_attr.port_num = S.o.ib_port;
-	if (ibv_modify_qp(S.qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		fatal("modify QP to RTR: %s", strerror(errno));
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (responder)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if (ibv_modify_qp(qp, &a, mask))
+		fatal("modify QP 0x%x to RTR: %s", qp->qp_num, strerror(errno));
+}
+
+void connect_qp()
+{
+	ibv_qp_attr a = {};
+	// --xrc: the peer's XRC_SEND QP sends to our XRC_RECV QP (RTR is all
+	// a responder needs), ours to its XRC_RECV QP.
+	if (S.o.xrc)
+		qp_to_rtr(S.tgt, S.peer.qpn, true);
+	qp_to_rtr(S.qp, S.o.xrc ? S.peer.xrc_tgt_qpn : S.peer.qpn, !S.o.xrc);
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = S.o.timeout;
@@ -1057,9 +1152,11 @@ bool take_expected(std::deque<expect> &q, const ibv_wc &wc, const char *queue, e
 		report("%s completion %s: opcode %s, expected %s", queue,
 		       wr_id_str(wc.wr_id).c_str(), wc_opcode_str(wc.opcode),
 		       wc_opcode_str(e.opcode));
-	if (wc.qp_num != S.qp->qp_num)
+	// --xrc: receives complete for the XRC_RECV QP they came through.
+	uint32_t qpn = (&q == &S.rq && S.tgt ? S.tgt : S.qp)->qp_num;
+	if (wc.qp_num != qpn)
 		report("%s completion %s: qp_num 0x%x, expected 0x%x", queue,
-		       wr_id_str(wc.wr_id).c_str(), wc.qp_num, S.qp->qp_num);
+		       wr_id_str(wc.wr_id).c_str(), wc.qp_num, qpn);
 	return true;
 }
 
@@ -1186,7 +1283,7 @@ void post_recv_ctrl(uint32_t iter, uint32_t kind)
 	wr.wr_id = wr_id_of(S.op, kind, iter);
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
-	if (int e = ibv_post_recv(S.qp, &wr, &bad))
+	if (int e = post_recv_wr(&wr, &bad))
 		fatal("ibv_post_recv (%s #%u): %s", op_names[S.op], iter, strerror(e));
 	bool imm = S.op == OP_WRITE_IMM && kind == K_DATA;
 	S.rq.push_back({wr.wr_id, imm ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV, iter, kind, false});
@@ -1214,7 +1311,7 @@ void server_post_recv(uint32_t iter)
 	wr.wr_id = wr_id_of(S.op, K_DATA, iter);
 	wr.num_sge = fill_sges(x.rem, sge, S.mr->lkey);
 	wr.sg_list = wr.num_sge ? sge : nullptr;
-	if (int e = ibv_post_recv(S.qp, &wr, &bad))
+	if (int e = post_recv_wr(&wr, &bad))
 		fatal("ibv_post_recv (%s #%u, %d SGEs): %s", op_names[S.op], iter, wr.num_sge,
 		      strerror(e));
 	S.rq.push_back({wr.wr_id, IBV_WC_RECV, iter, K_DATA, false});
@@ -1236,7 +1333,7 @@ void server_post_credits()
 		wr.num_sge = 1;
 		wr.opcode = IBV_WR_SEND;
 		wr.send_flags = IBV_SEND_SIGNALED;
-		if (int e = ibv_post_send(S.qp, &wr, &bad))
+		if (int e = post_send_wr(&wr, &bad))
 			fatal("ibv_post_send (credit #%u): %s", i, strerror(e));
 		S.sq.push_back({wr.wr_id, IBV_WC_SEND, i, K_CREDIT, true});
 	}
@@ -1379,7 +1476,7 @@ void client_post(uint32_t i)
 		     (unsigned long long)(x.loc.start - slot * slot_size(S.p)),
 		     (unsigned long long)(x.rem.start - slot * slot_size(S.p)),
 		     (wr[0].send_flags & IBV_SEND_INLINE) ? ", inline" : "");
-	if (int e = ibv_post_send(S.qp, first, &bad))
+	if (int e = post_send_wr(first, &bad))
 		fatal("ibv_post_send (%s #%u, size %llu, %d SGEs): %s", opn, i,
 		      (unsigned long long)x.size, wr[0].num_sge, strerror(e));
 	if (!skip)
@@ -1641,6 +1738,12 @@ void final_checks()
 	int e = 0;
 	if ((e = ibv_destroy_qp(S.qp)))
 		report("ibv_destroy_qp: %s", strerror(e));
+	if (S.tgt && (e = ibv_destroy_qp(S.tgt)))
+		report("ibv_destroy_qp (XRC_RECV): %s", strerror(e));
+	if (S.srq && (e = ibv_destroy_srq(S.srq)))
+		report("ibv_destroy_srq (XRC): %s", strerror(e));
+	if (S.xrcd && (e = ibv_close_xrcd(S.xrcd)))
+		report("ibv_close_xrcd: %s", strerror(e));
 	if ((e = ibv_dereg_mr(S.mr)) || (e = ibv_dereg_mr(S.cmr)))
 		report("ibv_dereg_mr: %s", strerror(e));
 	if ((e = ibv_destroy_cq(S.scq)) || (e = ibv_destroy_cq(S.rcq)))
@@ -1824,6 +1927,7 @@ void usage(FILE *f)
 		"                    corrupt,guard,rkey,imm,skip,short\n"
 		"either side, for its own memory:\n"
 		"  --odp             register the buffers IBV_ACCESS_ON_DEMAND\n"
+		"  --xrc             XRC QPs and an XRC SRQ on each side instead of RC\n"
 		"  --churn           --odp, and fork() and compact all memory every 20 ms\n"
 		"                    while the transfers run (root for the compaction)\n"
 		"QP settings: --timeout 14 --retry-cnt 7 --rnr-retry 7 --min-rnr-timer 12\n"
@@ -1915,7 +2019,7 @@ int main(int argc, char **argv)
 	enum {
 		O_OPS = 256, O_SEED, O_MAX_SIZE, O_RANDOM, O_MAX_BYTES, O_QUICK, O_INJECT,
 		O_TIMEOUT, O_RETRY, O_RNR_RETRY, O_MIN_RNR, O_FLOW_LABEL, O_SECONDS,
-		O_STOP_FILE, O_ODP, O_CHURN,
+		O_STOP_FILE, O_ODP, O_CHURN, O_XRC,
 	};
 	static const option longopts[] = {
 		{"server", no_argument, nullptr, 's'},
@@ -1945,6 +2049,7 @@ int main(int argc, char **argv)
 		{"min-rnr-timer", required_argument, nullptr, O_MIN_RNR},
 		{"flow-label", required_argument, nullptr, O_FLOW_LABEL},
 		{"odp", no_argument, nullptr, O_ODP},
+		{"xrc", no_argument, nullptr, O_XRC},
 		{"churn", no_argument, nullptr, O_CHURN},
 		{nullptr, 0, nullptr, 0},
 	};
@@ -1979,6 +2084,7 @@ int main(int argc, char **argv)
 		case O_MIN_RNR: o.min_rnr_timer = atoi(optarg); break;
 		case O_FLOW_LABEL: o.flow_label = strtoul(optarg, nullptr, 0); break;
 		case O_ODP: o.odp = true; break;
+		case O_XRC: o.xrc = true; break;
 		case O_CHURN: o.odp = o.churn = true; break;
 		default: usage(stderr); return 2;
 		}

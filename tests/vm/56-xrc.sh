@@ -15,6 +15,10 @@
 #     the other SRQ's PD (REM_ACCESS_ERR); posting on the wrong half
 #     (EINVAL); ibv_close_xrcd's EBUSY and the domain outliving one of its
 #     two processes; ibv_open_qp of a target QP by number;
+#   - sroce_integrity --xrc: its RC transfers (SEND, SEND with immediate,
+#     WRITE, WRITE with immediate, READ; edge and random sizes, multi-SGE,
+#     8 in flight) through an XRC domain, SRQ and QP pair a side, every
+#     byte and completion checked;
 #   - ibv_xsrq_pingpong, one server and three clients (the clients share
 #     one XRC domain on sroce0 through /tmp/xrc_domain), each side serving;
 #   - perftest -c XRC: ib_send_bw (ibv_wr_* and --use_old_post_send),
@@ -131,6 +135,23 @@ perf() {
 		<<<"$row" && [ $((rx1 - rx0)) -ge $((n * qps)) ]
 }
 
+# integrity_xrc: tests/tools/sroce_integrity --xrc (an XRC domain, SRQ,
+# XRC_RECV and XRC_SEND QP a side), sroce1 serving: SEND, SEND with
+# immediate, WRITE, WRITE with immediate and READ of edge and random
+# sizes, every byte and completion checked.
+integrity_xrc() {
+	local bin=$SROCE_BIN/sroce_integrity
+	sroce_pair nsB nsA 18525 \
+		"$bin" -s --xrc -d sroce1 -g "$SROCE_GID_B" -w 60 -- \
+		"$bin" -c 10.77.0.2 --xrc -d sroce0 -g "$SROCE_GID_A" -w 60 --quick ||
+		return 1
+	tail -n 3 "$SROCE_PAIR_DIR/client"
+	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
+		"$SROCE_PAIR_DIR/client" &&
+	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
+		"$SROCE_PAIR_DIR/server"
+}
+
 # error_naks DEV: error_nak_sent + error_nak_received of DEV.
 # naks_since A0 B0: those of sroce0 and sroce1 are still A0 and B0.
 error_naks() {
@@ -156,7 +177,7 @@ mad_objects() {
 	sroce_only_mad_objects sroce0 sroce1
 }
 
-tap_plan 16
+tap_plan 17
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 
 tap_check "ibv_devinfo -v -d sroce0 and -d sroce1: XRC in device_cap_flags" \
@@ -166,6 +187,7 @@ TAP_VERBOSE=1 tap_check "sroce_xrc: XRC domains and SRQs, SEND/WRITE/READ/atomic
 	-b sroce1 -B "$SROCE_GID_B"
 
 naks_a=$(error_naks sroce0) naks_b=$(error_naks sroce1)
+tap_check "sroce_integrity --xrc: all ops, edge and random sizes, every byte" integrity_xrc
 tap_check "ibv_xsrq_pingpong: sroce1 serves three clients on sroce0 (-c 3)" xsrq B
 tap_check "ibv_xsrq_pingpong: sroce0 serves three clients on sroce1 (-c 3)" xsrq A
 tap_check "ib_send_bw -c XRC" perf ib_send_bw
@@ -176,7 +198,7 @@ tap_check "ib_atomic_bw -c XRC" perf ib_atomic_bw
 tap_check "ib_send_lat -c XRC" perf ib_send_lat
 tap_check "ib_send_bw -c XRC -q 4 (four XRC pairs, one SRQ a side)" perf ib_send_bw -q 4
 tap_check "ib_write_bw -c XRC -q 4" perf ib_write_bw -q 4
-tap_check "ibv_xsrq_pingpong and perftest: no error NAK sent or received" \
+tap_check "sroce_integrity, ibv_xsrq_pingpong and perftest: no error NAK sent or received" \
 	naks_since "$naks_a" "$naks_b"
 tap_check "nothing malformed, corrupt or unrouted" sroce_nothing_malformed
 tap_check "sroce0 and sroce1: back to the MAD layer's own objects" mad_objects
