@@ -653,25 +653,10 @@ struct {
 	ibv_gid peer_gid{};
 } dev;
 
-// A hw counter of port 1, or -1. Inside "ip netns exec" /sys is the
-// namespace's own, where ib_core shows a compat copy of the device
-// without hw_counters: init's view (through PID 1's root) has them.
+// A hw counter of the device's port 1, or -1.
 long long counter_now(const char *name)
 {
-	for (const char *root : {"", "/proc/1/root"}) {
-		char path[256];
-		snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-			 root, dev.name, name);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		long long v = -1;
-		if (fscanf(f, "%lld", &v) != 1)
-			v = -1;
-		fclose(f);
-		return v;
-	}
-	return -1;
+	return read_hw_counter(dev.name, name);
 }
 
 // The counters the cases look at, read at once. ib_core answers reads from

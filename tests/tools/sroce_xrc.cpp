@@ -194,27 +194,11 @@ bool open_dev(dev &d)
 }
 
 // A hw counter of port 1, or -1 when there is none by that name. ib_core
-// answers from a copy up to 10 ms old: wait that out. Inside "ip netns
-// exec" /sys is the namespace's own, where ib_core shows a compat copy of
-// the device without hw_counters: init's view (through PID 1's root) has
-// them.
+// answers from a copy up to 10 ms old: wait that out.
 long long counter(const dev &d, const char *name)
 {
 	usleep(25000);
-	for (const char *root : {"", "/proc/1/root"}) {
-		char path[256];
-		snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-			 root, d.name, name);
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		long long v = -1;
-		if (fscanf(f, "%lld", &v) != 1)
-			v = -1;
-		fclose(f);
-		return v;
-	}
-	return -1;
+	return read_hw_counter(d.name, name);
 }
 
 struct delta {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <infiniband/verbs.h>
@@ -33,4 +34,26 @@ inline ibv_mtu mtu_enum(uint32_t bytes)
 	case 2048: return IBV_MTU_2048;
 	default: return IBV_MTU_4096;
 	}
+}
+
+// Port 1's hw counter @name of device @dev, or -1 when there is none.
+// Inside "ip netns exec" /sys is the namespace's own, where ib_core shows
+// a compat copy of the device without hw_counters: init's view (through
+// PID 1's root) has them.
+inline long long read_hw_counter(const char *dev, const char *name)
+{
+	for (const char *root : {"", "/proc/1/root"}) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+			 root, dev, name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		long long v = -1;
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+		return v;
+	}
+	return -1;
 }
