@@ -103,6 +103,11 @@ enum sroce_counter {
 	SROCE_CNT_ODP_RX_DROPS,		/* UC/UD packets dropped waiting for one */
 	SROCE_CNT_ODP_RX_DEFERRED,	/* UD datagrams held for one */
 	SROCE_CNT_DMABUF_MOVES,		/* exporters' move_notify of dma-buf MRs */
+	SROCE_CNT_NP_ECN_MARKED,	/* CE-marked packets received */
+	SROCE_CNT_NP_CNP_SENT,		/* CNPs sent for them */
+	SROCE_CNT_RP_CNP_HANDLED,	/* CNPs that a QP's rate reacted to */
+	SROCE_CNT_RP_CNP_IGNORED,	/* CNPs with reaction off or no sender */
+	SROCE_CNT_RP_PACED,		/* requester passes held by the pacer */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -112,6 +117,35 @@ struct sroce_counters {
 
 struct sroce_netns;
 struct sroce_pkt;
+
+/*
+ * Congestion control parameters of a device (sroce_cc.c; sysfs
+ * ports/1/cc/). Units: rates Mb/s, times microseconds, alpha and g in
+ * 1/1024. Read with READ_ONCE on the data path.
+ */
+struct sroce_cc_params {
+	u32 enable;			/* ECN marking, NP and RP at all */
+	u32 np_enable;
+	u32 rp_enable;
+	u32 ecn;			/* INET_ECN_*: the data packets' ECN */
+	u32 np_min_time_between_cnps;
+	u32 np_cnp_dscp;
+	u32 np_cnp_prio;
+	u32 rp_max_rate;		/* 0: the link's speed */
+	u32 rp_min_rate;
+	u32 rp_ai_rate;
+	u32 rp_hai_rate;
+	u32 rp_time_reset;
+	u32 rp_byte_reset;		/* bytes; 0: no byte counter */
+	u32 rp_threshold;
+	u32 rp_rate_reduce_monitor_period;
+	u32 rp_initial_alpha_value;
+	u32 rp_dce_tcp_g;
+	u32 rp_dce_tcp_rtt;
+	u32 rp_clamp_tgt_rate;
+	u32 rp_min_dec_fac;		/* percent */
+	u32 rp_rate_to_set_on_first_cnp;
+};
 
 struct sroce_dev {
 	struct ib_device ibdev;		/* must stay first: ib_alloc_device */
@@ -160,6 +194,7 @@ struct sroce_dev {
 	u32 mcast_nattach;
 
 	struct sroce_counters __percpu *counters;
+	struct sroce_cc_params cc;
 };
 
 struct sroce_ucontext {
@@ -524,6 +559,36 @@ struct sroce_resp {
 	u32 xrc_srqn;
 };
 
+/*
+ * A QP's congestion control state (sroce_cc.c): DCQCN's rates and alpha,
+ * the pacer's bucket, the notification point's last CNP. Everything
+ * after link_mbps starts over at RESET.
+ */
+struct sroce_cc_qp {
+	spinlock_t lock;
+	struct hrtimer inc_timer;	/* DCQCN's rate-increase timer */
+	struct hrtimer pace_timer;	/* runs the requester when it may */
+	u32 link_mbps;			/* the netdev's speed at RTR */
+	bool limited;			/* paced: rc_kbps below max_kbps */
+	bool increased;			/* rate rose since the last cut */
+	bool cnp_in_period;		/* alpha's current period had a CNP */
+	u32 rc_kbps;			/* current rate */
+	u32 rt_kbps;			/* target rate */
+	u32 max_kbps;
+	u32 alpha;			/* 1024 = 1 */
+	u32 t_count;			/* increase events since the cut */
+	u32 bc_count;
+	u32 bc_bytes;			/* bytes towards the next BC event */
+	u64 alpha_ns;
+	u64 reduce_ns;			/* last cut */
+	s64 tokens;			/* bytes the pacer may send */
+	u64 tokens_ns;
+	u64 tx_bytes;			/* sent, for the first-CNP rate */
+	u64 sample_bytes[2];
+	u64 sample_ns[2];
+	u64 cnp_ns;			/* NP: last CNP sent (cmpxchg) */
+};
+
 struct sroce_qp {
 	struct ib_qp ibqp;
 	u64 serial;			/* never reused, unlike the QPN */
@@ -563,6 +628,7 @@ struct sroce_qp {
 	struct timer_list retrans_timer;
 	struct hrtimer rnr_timer;	/* the RNR back-off is sub-jiffy */
 	struct dst_cache dst_cache;
+	struct sroce_cc_qp cc;
 
 	struct sroce_qp_handle *handle;	/* what qp_xa maps the QPN to */
 };
@@ -861,6 +927,20 @@ u32 sroce_icrc(struct sk_buff *skb, const void *l3,
 	       enum rdma_network_type net, const u8 *bth,
 	       unsigned int hdr_len, unsigned int payload_off,
 	       unsigned int payload_len);
+
+/* sroce_cc.c */
+extern const struct attribute_group *sroce_cc_port_groups[];
+void sroce_cc_dev_init(struct sroce_dev *sdev);
+u8 sroce_cc_tos(const struct sroce_dev *sdev, u8 tclass);
+void sroce_cc_rcv(struct sroce_qp *qp, const struct sk_buff *skb,
+		  const struct sroce_pkt *pkt);
+void sroce_cc_cnp_rcv(struct sroce_qp *qp);
+bool sroce_cc_may_send(struct sroce_qp *qp);
+bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen);
+u32 sroce_cc_rate_kbps(struct sroce_qp *qp);
+void sroce_cc_qp_init(struct sroce_qp *qp);
+void sroce_cc_qp_start(struct sroce_qp *qp);
+void sroce_cc_qp_stop(struct sroce_qp *qp);
 
 /* sroce_net.c */
 struct sk_buff *sroce_skb_alloc(struct sroce_dev *sdev, unsigned int len);

@@ -334,6 +334,12 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_ODP_RX_DROPS] = { .name = "odp_rx_drops" },
 	[SROCE_CNT_ODP_RX_DEFERRED] = { .name = "odp_rx_deferred" },
 	[SROCE_CNT_DMABUF_MOVES] = { .name = "dmabuf_moves" },
+	/* Congestion control: the names RoCE NICs give them. */
+	[SROCE_CNT_NP_ECN_MARKED] = { .name = "np_ecn_marked_roce_packets" },
+	[SROCE_CNT_NP_CNP_SENT] = { .name = "np_cnp_sent" },
+	[SROCE_CNT_RP_CNP_HANDLED] = { .name = "rp_cnp_handled" },
+	[SROCE_CNT_RP_CNP_IGNORED] = { .name = "rp_cnp_ignored" },
+	[SROCE_CNT_RP_PACED] = { .name = "rp_paced_waits" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);
@@ -467,6 +473,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.modify_qp = sroce_modify_qp,
 	.modify_srq = sroce_modify_srq,
 	.poll_cq = sroce_poll_cq,
+	.port_groups = sroce_cc_port_groups,
 	.post_recv = sroce_post_recv,
 	.post_send = sroce_post_send,
 	.post_srq_recv = sroce_post_srq_recv,
@@ -553,6 +560,7 @@ int sroce_dev_create(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC);
 	sroce_mcast_init(sdev);
+	sroce_cc_dev_init(sdev);
 	sdev->counters = alloc_percpu(struct sroce_counters);
 	if (!sdev->counters) {
 		err = -ENOMEM;

@@ -161,6 +161,9 @@ static void sroce_rcv_bth(struct sroce_dev *sdev, struct sk_buff *skb,
 	if ((pkt.pkey & 0x7fff) != 0x7fff)
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
 
+	/* A CNP names a QP of ours, never a multicast group. */
+	if ((pkt.mask & SROCE_M_CNP) && pkt.dqpn == SROCE_MCAST_QPN)
+		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
 	if (pkt.dqpn == SROCE_MCAST_QPN) {
 		if (!sroce_mcast_rcv(sdev, skb, &pkt))
 			return sroce_rcv_drop(sdev, skb,
@@ -175,6 +178,13 @@ static void sroce_rcv_bth(struct sroce_dev *sdev, struct sk_buff *skb,
 		sroce_qp_put(qp);
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
 	}
+	if (pkt.mask & SROCE_M_CNP) {
+		sroce_cc_cnp_rcv(qp);
+		sroce_qp_put(qp);
+		consume_skb(skb);
+		return;
+	}
+	sroce_cc_rcv(qp, skb, &pkt);
 	/*
 	 * From here an XRC packet is its RC operation (the table gives
 	 * both the same meaning); pkt.mask keeps SROCE_M_XRCETH.
@@ -405,7 +415,8 @@ static void sroce_push_udp(struct sk_buff *skb, u16 sport)
 	uh->check = 0;
 }
 
-static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av)
+static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
+			   u8 tos)
 {
 	struct iphdr *iph;
 
@@ -414,7 +425,7 @@ static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av)
 	iph = ip_hdr(skb);
 	iph->version = 4;
 	iph->ihl = sizeof(*iph) >> 2;
-	iph->tos = av->traffic_class;
+	iph->tos = tos;
 	iph->tot_len = htons(skb->len);
 	/* DF with ID 0 (RFC 6864): the ICRC covers the ID, so it is fixed. */
 	iph->id = 0;
@@ -428,14 +439,15 @@ static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av)
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 }
 
-static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av)
+static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av,
+			   u8 tclass)
 {
 	struct ipv6hdr *ip6h;
 
 	__skb_push(skb, sizeof(*ip6h));
 	skb_reset_network_header(skb);
 	ip6h = ipv6_hdr(skb);
-	ip6_flow_hdr(ip6h, av->traffic_class, htonl(av->flow_label));
+	ip6_flow_hdr(ip6h, tclass, htonl(av->flow_label));
 	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
 	ip6h->nexthdr = IPPROTO_UDP;
 	ip6h->hop_limit = av->hop_limit ?: 64;
@@ -654,6 +666,7 @@ static int sroce_net_seal(struct sroce_dev *sdev, const struct sroce_av *av,
 			  unsigned int hdr_len, u16 sport)
 {
 	bool ipv6 = av->network_type == RDMA_NETWORK_IPV6;
+	u8 tos = sroce_cc_tos(sdev, av->traffic_class);
 	unsigned int l3_len, payload;
 	struct dst_entry *dst;
 
@@ -665,9 +678,9 @@ static int sroce_net_seal(struct sroce_dev *sdev, const struct sroce_av *av,
 	payload = skb->len - hdr_len - SROCE_ICRC_BYTES;
 	sroce_push_udp(skb, sport);
 	if (ipv6)
-		sroce_push_ip6(skb, av);
+		sroce_push_ip6(skb, av, tos);
 	else
-		sroce_push_ip4(skb, av);
+		sroce_push_ip4(skb, av, tos);
 	l3_len = skb_transport_offset(skb);
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;

@@ -36,7 +36,8 @@
 			 (((m) & SROCE_M_IETH) ? SROCE_IETH_BYTES : 0) +	\
 			 (((m) & SROCE_M_DETH) ? SROCE_DETH_BYTES : 0) +	\
 			 (((m) & SROCE_M_XRCETH) ? SROCE_XRCETH_BYTES : 0) + \
-			 (((m) & SROCE_M_FETH) ? SROCE_FETH_BYTES : 0))
+			 (((m) & SROCE_M_FETH) ? SROCE_FETH_BYTES : 0) +	\
+			 (((m) & SROCE_M_CNP) ? SROCE_CNP_BYTES : 0))
 
 #define OP(code, m, qpt) \
 	[code] = { .mask = (m), .hdr_len = HDR_LEN(m), .valid_qpt = (qpt) }
@@ -167,6 +168,13 @@ const struct sroce_opcode_info sroce_opcode_table[256] = {
 		SROCE_M_REQ | SROCE_M_ATOMIC | SROCE_M_ONLY | SROCE_M_ATMETH),
 	XRC_REQ(SROCE_OP_SEND_LAST_INV, SEND_REQ | SROCE_M_LAST | SROCE_M_IETH),
 	XRC_REQ(SROCE_OP_SEND_ONLY_INV, SEND_REQ | SROCE_M_ONLY | SROCE_M_IETH),
+
+	/*
+	 * RoCE v2's CNP (annex A17.9.3): to the QP whose packets came marked
+	 * CE, of whichever type (those that do not react count it ignored).
+	 */
+	OP(SROCE_OP_CNP, SROCE_M_CNP, QPT_RC | QPT_UC | BIT(IB_QPT_UD) |
+	   QPT_XRC_INI | QPT_XRC_TGT),
 };
 
 /* Pad bytes that bring a payload to a multiple of four. */
@@ -191,7 +199,8 @@ void sroce_hdr_build(u8 *buf, const struct sroce_pkt *pkt)
 	buf[0] = pkt->opcode;
 	buf[1] = flags;
 	put_unaligned_be16(pkt->pkey, buf + 2);
-	put_unaligned_be32(pkt->dqpn & SROCE_BTH_QPN_MASK, buf + 4);
+	put_unaligned_be32((pkt->dqpn & SROCE_BTH_QPN_MASK) |
+			   (pkt->becn ? SROCE_BTH_BECN : 0), buf + 4);
 	put_unaligned_be32((pkt->psn & SROCE_PSN_MASK) |
 			   (pkt->ackreq ? SROCE_BTH_ACKREQ : 0), buf + 8);
 

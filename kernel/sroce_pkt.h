@@ -30,6 +30,8 @@
 #define SROCE_FETH_BYTES	4
 #define SROCE_XRCETH_BYTES	4
 #define SROCE_ICRC_BYTES	4
+/* A CNP's reserved bytes after its BTH (annex A17.9.3) */
+#define SROCE_CNP_BYTES		16
 #define SROCE_MAX_HDR_BYTES	(SROCE_BTH_BYTES + SROCE_DETH_BYTES + \
 				 SROCE_ATMETH_BYTES + SROCE_IMMDT_BYTES)
 
@@ -110,6 +112,8 @@ enum sroce_opcode {
 #define SROCE_TRANSPORT_UD	0x60
 #define SROCE_TRANSPORT_XRC	0xa0
 #define SROCE_OP_MASK		0x1f
+/* RoCE v2 Congestion Notification Packet (annex A17.9.3) */
+#define SROCE_OP_CNP		0x81
 /* XRCETH: the XRC SRQ a request is for (24 bits) */
 #define SROCE_XRCETH_SRQN_MASK	0x00ffffffU
 
@@ -138,6 +142,7 @@ enum sroce_op_mask {
 	SROCE_M_FLUSH = BIT(20),
 	SROCE_M_ATOMIC_WRITE = BIT(21),
 	SROCE_M_XRCETH = BIT(22),	/* XRC requests */
+	SROCE_M_CNP = BIT(23),		/* a CNP: 16 reserved bytes */
 	/* Answered from a responder resource, one PSN, never re-executed. */
 	SROCE_M_RD_ATOMIC = SROCE_M_READ | SROCE_M_ATOMIC | SROCE_M_FLUSH |
 			    SROCE_M_ATOMIC_WRITE,

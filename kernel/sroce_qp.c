@@ -277,6 +277,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	timer_setup(&qp->retrans_timer, sroce_comp_retrans_timer, 0);
 	hrtimer_setup(&qp->rnr_timer, sroce_comp_rnr_timer, CLOCK_MONOTONIC,
 		      HRTIMER_MODE_ABS_SOFT);
+	sroce_cc_qp_init(qp);
 	qp->state = IB_QPS_RESET;
 	qp->mtu = 256;
 	qp->scq = init->send_cq ? to_scq(init->send_cq) : NULL;
@@ -528,6 +529,8 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	hrtimer_cancel(&qp->rnr_timer);
 	sroce_task_sync(&qp->req_task);
 	sroce_task_sync(&qp->resp_task);
+	/* After the passes: one may have armed the pacer's timer. */
+	sroce_cc_qp_stop(qp);
 	sroce_resp_reset(qp);
 
 	spin_lock_irqsave(&qp->sq_lock, flags);
@@ -706,9 +709,10 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		sroce_qp_reset_rings(qp);
 	else if (next == IB_QPS_ERR)
 		sroce_qp_flush(qp);
-	else if (next == IB_QPS_RTR && cur == IB_QPS_INIT)
+	else if (next == IB_QPS_RTR && cur == IB_QPS_INIT) {
 		sroce_resp_reset(qp);
-	else if (next == IB_QPS_RTS && cur == IB_QPS_RTR)
+		sroce_cc_qp_start(qp);
+	} else if (next == IB_QPS_RTS && cur == IB_QPS_RTR)
 		sroce_req_start(qp);
 	if (next == IB_QPS_RTS)
 		sroce_task_run(&qp->req_task);
@@ -848,6 +852,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_qp_unpublish(sdev, qp);
 	timer_delete_sync(&qp->retrans_timer);
 	hrtimer_cancel(&qp->rnr_timer);
+	sroce_cc_qp_stop(qp);
 
 	sroce_qp_free_transport(qp);
 	sroce_queue_free(&qp->sq);

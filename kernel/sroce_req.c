@@ -689,6 +689,25 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 }
 
 /*
+ * Account a packet to the pacer. One after which it will hold the QP asks
+ * for an acknowledgment: at a low rate the next packet, which would have
+ * asked, may be far off, beyond the retransmission timeout.
+ */
+static void sroce_req_paced(struct sroce_qp *qp, struct sroce_pkt *pkt,
+			    u32 paylen)
+{
+	u32 mask = sroce_opcode_table[pkt->opcode].mask;
+
+	if (!sroce_cc_sent(qp, sroce_opcode_table[pkt->opcode].hdr_len, paylen))
+		return;
+	if (sroce_qp_reliable_req(qp) && !pkt->ackreq &&
+	    !(mask & (SROCE_M_READ | SROCE_M_ATOMIC))) {
+		pkt->ackreq = true;
+		qp->req.noack = 0;
+	}
+}
+
+/*
  * Hand a WQE to the completer: from now on its PSNs are in flight (RC)
  * and it completes in order. @done for WQEs that need no answer.
  */
@@ -876,9 +895,13 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		 * pass that goes on may wait behind other QPs' passes for
 		 * longer than the retransmission timeout.
 		 */
+		/* Congestion control's pacer: its timer resumes the pass. */
+		if (!sroce_cc_may_send(qp))
+			return SROCE_REQ_WAIT;
 		ack_now = *budget <= 1 || req->probing ||
 			  (last && !sroce_req_followed(qp, una));
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
+		sroce_req_paced(qp, &pkt, paylen);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
 			sroce_count(sdev, SROCE_CNT_RETRANSMIT_PACKETS, 1);
 		err = sroce_req_xmit(qp, wqe, &av, &pkt, req->offset, paylen,

@@ -47,12 +47,14 @@ static unsigned int sroce_kunit_hdr_len(u32 m)
 	       (m & SROCE_M_IETH ? SROCE_IETH_BYTES : 0) +
 	       (m & SROCE_M_DETH ? SROCE_DETH_BYTES : 0) +
 	       (m & SROCE_M_FETH ? SROCE_FETH_BYTES : 0) +
-	       (m & SROCE_M_XRCETH ? SROCE_XRCETH_BYTES : 0);
+	       (m & SROCE_M_XRCETH ? SROCE_XRCETH_BYTES : 0) +
+	       (m & SROCE_M_CNP ? SROCE_CNP_BYTES : 0);
 }
 
 /*
- * 62 opcodes: 25 RC (FLUSH and ATOMIC WRITE among them), 12 UC, 2 UD and
- * 23 XRC (RC's from SEND FIRST to SEND ONLY with invalidate).
+ * 63 opcodes: 25 RC (FLUSH and ATOMIC WRITE among them), 12 UC, 2 UD,
+ * 23 XRC (RC's from SEND FIRST to SEND ONLY with invalidate) and RoCE
+ * v2's CNP.
  */
 static void sroce_hdr_table_count(struct kunit *test)
 {
@@ -82,7 +84,9 @@ static void sroce_hdr_table_count(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, uc, 12U);
 	KUNIT_EXPECT_EQ(test, ud, 2U);
 	KUNIT_EXPECT_EQ(test, xrc, 23U);
-	KUNIT_EXPECT_EQ(test, other, 0U);
+	KUNIT_EXPECT_EQ(test, other, 1U);
+	KUNIT_EXPECT_EQ(test, sroce_opcode_table[SROCE_OP_CNP].mask,
+			(u32)SROCE_M_CNP);
 	KUNIT_EXPECT_EQ(test, sroce_opcode_table[SROCE_TRANSPORT_XRC |
 						 0x15].mask, 0U);
 	KUNIT_EXPECT_EQ(test, sroce_opcode_table[SROCE_TRANSPORT_XRC |
@@ -106,6 +110,17 @@ static void sroce_hdr_table_entry(struct kunit *test)
 
 	KUNIT_EXPECT_EQ(test, info->hdr_len, sroce_kunit_hdr_len(m));
 	KUNIT_EXPECT_LE(test, info->hdr_len, SROCE_MAX_HDR_BYTES);
+	/* A CNP: BTH and 16 reserved bytes, to a QP of any type. */
+	if (op == SROCE_OP_CNP) {
+		KUNIT_EXPECT_EQ(test, info->hdr_len,
+				SROCE_BTH_BYTES + SROCE_CNP_BYTES);
+		KUNIT_EXPECT_EQ(test, m, (u32)SROCE_M_CNP);
+		KUNIT_EXPECT_EQ(test, info->valid_qpt,
+				(u16)(BIT(IB_QPT_RC) | BIT(IB_QPT_UC) |
+				      BIT(IB_QPT_UD) | BIT(IB_QPT_XRC_INI) |
+				      BIT(IB_QPT_XRC_TGT)));
+		return;
+	}
 	/* Exactly one direction, one place in its message. */
 	KUNIT_EXPECT_EQ(test, hweight32(m & (SROCE_M_REQ | SROCE_M_RESP)), 1U);
 	KUNIT_EXPECT_EQ(test, hweight32(m & PLACE_MASK), 1U);
