@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# RoCE v2 congestion control (ECN, CNP, DCQCN) between sroce0 (nsA,
+# vethA) and sroce1 (nsB, vethB):
+#   - the parameters in /sys/class/infiniband/DEV/ports/1/cc/: their
+#     defaults, and values out of range refused with nothing changed;
+#   - data packets leave ECT(0) by default, ECT(1) or not-ECT as set, and
+#     not-ECT with congestion control off (tshark reads the ECN field);
+#   - a bottleneck on vethA: an HTB class of 100 Mbit/s for RoCE traffic
+#     (UDP 4791; perftest's own TCP bypasses it) with a RED leaf that
+#     marks ECN-capable packets CE. One 64 KiB ib_write_bw stream through
+#     it with congestion control on: sroce1 counts CE-marked packets and
+#     sends CNPs, sroce0 handles every one of them (as many as were sent)
+#     and its pacer holds the QP; with it off on both sides RED must drop
+#     (nothing is ECN-capable) — at least 10 packets and at least 10 times
+#     what it dropped with it on — and sroce0 resends more;
+#   - a capture of the congested traffic on vethB: CE-marked data, CNPs
+#     (opcode 0x81, BECN set, P_Key 0xffff, to sroce0's QP) decoded by
+#     tshark with nothing malformed, and every frame's ICRC valid by an
+#     independent computation (tests/vm/roce-icrc.py);
+#   - with the reaction point off on sroce0, CNPs still arrive and are
+#     counted ignored; the pacer stays out;
+#   - nothing malformed, corrupt or dropped for its ICRC.
+# Figures (goodput, fairness, drops per packet) are the bench's
+# ("congestion" table): nothing here is a timing assertion.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+source "$here/capture.sh"
+CAP=/tmp/sroce-cc
+cleanup() {
+	capture_kill
+	sroce_reset
+}
+sroce_reset
+trap cleanup EXIT
+mkdir -p "$CAP"
+
+tap_plan 19
+sroce_two_devices 1500 || tap_bail "cannot set up sroce0/sroce1"
+
+CC=/sys/class/infiniband/sroce0/ports/1/cc
+CC1=/sys/class/infiniband/sroce1/ports/1/cc
+
+# set_cc NAME=VALUE...: on both devices.
+set_cc() {
+	local kv
+	for kv in "$@"; do
+		echo "${kv#*=}" >"$CC/${kv%%=*}" &&
+		echo "${kv#*=}" >"$CC1/${kv%%=*}" || return 1
+	done
+}
+
+defaults() {
+	local kv want=(enable=1 np_enable=1 rp_enable=1 ecn=2
+		np_min_time_between_cnps=4 np_cnp_dscp=48 np_cnp_prio=6
+		rp_max_rate=0 rp_min_rate=1 rp_ai_rate=5 rp_hai_rate=50
+		rp_time_reset=300 rp_byte_reset=32767 rp_threshold=1
+		rp_rate_reduce_monitor_period=4 rp_initial_alpha_value=1023
+		rp_dce_tcp_g=1019 rp_dce_tcp_rtt=55 rp_clamp_tgt_rate=0
+		rp_min_dec_fac=50 rp_rate_to_set_on_first_cnp=0) rc=0
+	[ "$(find "$CC" -maxdepth 1 -type f | wc -l)" = "${#want[@]}" ] ||
+		{ echo "files: $(ls "$CC")"; rc=1; }
+	for kv in "${want[@]}"; do
+		v=$(cat "$CC/${kv%%=*}") || return 1
+		[ "$v" = "${kv#*=}" ] || { echo "${kv%%=*} = $v, expected ${kv#*=}"; rc=1; }
+	done
+	return $rc
+}
+tap_check "cc parameters: all 21 there, with their defaults" defaults
+
+# refused FILE VALUE: the write fails and the value stays.
+refused() {
+	local before
+	before=$(cat "$CC/$1")
+	if echo "$2" >"$CC/$1" 2>/dev/null; then
+		echo "$1 took '$2'"
+		return 1
+	fi
+	[ "$(cat "$CC/$1")" = "$before" ]
+}
+bounds() {
+	refused ecn 4 && refused np_cnp_dscp 64 && refused np_cnp_prio 8 &&
+	refused rp_min_dec_fac 101 && refused rp_dce_tcp_g 1024 &&
+	refused enable 2 && refused rp_ai_rate abc && refused rp_time_reset -1 &&
+	echo 7 >"$CC/rp_ai_rate" && [ "$(cat "$CC/rp_ai_rate")" = 7 ] &&
+	echo 5 >"$CC/rp_ai_rate"
+}
+tap_check "out-of-range and malformed values refused, nothing changed; a good one taken" bounds
+
+# perf ARGS...: ib_write_bw, sroce1 serving, a result row.
+perf() {
+	sroce_pair nsB nsA 18515 \
+		ib_write_bw -d sroce1 -x "$SROCE_GID_B" -F "$@" -- \
+		ib_write_bw -d sroce0 -x "$SROCE_GID_A" -F "$@" 10.77.0.2 || return 1
+	grep -qE '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client"
+}
+
+# ecn_seen WANT: a short transfer captured on vethB; every RoCE frame
+# from sroce0 carries ECN field WANT (0 not-ECT, 1 ECT(1), 2 ECT(0)).
+ecn_seen() {
+	local f=$CAP/ecn.pcap vals
+	capture_start nsB vethB "$f" "udp dst port 4791 and src host 10.77.0.1" || return 1
+	perf -s 4096 -n 50 || return 1
+	capture_stop "$f" || return 1
+	vals=$(tshark -r "$f" -T fields -e ip.dsfield.ecn 2>/dev/null | sort | uniq -c)
+	echo "ECN fields: $vals"
+	[ -n "$vals" ] && [ "$(awk '{ print $2 }' <<<"$vals")" = "$1" ]
+}
+ecn_ect1() { echo 1 >"$CC/ecn" && ecn_seen 1; }
+ecn_off() { echo 0 >"$CC/enable" && ecn_seen 0; }
+tap_check "ECN: data packets ECT(0) by default" ecn_seen 2
+tap_check "ECN: ECT(1) when ecn=1" ecn_ect1
+echo 2 >"$CC/ecn"
+tap_check "ECN: not-ECT with congestion control off" ecn_off
+echo 1 >"$CC/enable"
+
+# The bottleneck: RoCE (UDP 4791) from nsA through 100 Mbit/s with RED
+# marking CE (dropping what is not ECN-capable); the rest unshaped.
+shape() {
+	local t=(ip netns exec nsA tc)
+	"${t[@]}" qdisc del dev vethA root 2>/dev/null
+	"${t[@]}" qdisc add dev vethA root handle 1: htb default 20 r2q 100 &&
+	"${t[@]}" class add dev vethA parent 1: classid 1:10 htb rate 100mbit ceil 100mbit &&
+	"${t[@]}" class add dev vethA parent 1: classid 1:20 htb rate 10gbit &&
+	"${t[@]}" qdisc add dev vethA parent 1:10 handle 10: red limit 400000 \
+		min 30000 max 90000 avpkt 1100 burst 55 probability 0.1 \
+		bandwidth 100mbit ecn &&
+	"${t[@]}" filter add dev vethA parent 1: protocol ip prio 1 u32 \
+		match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:10
+}
+# red STAT: RED's count (marked, early, pdrop) since shape().
+red() {
+	ip netns exec nsA tc -s qdisc show dev vethA |
+		sed -n "s/.* $1 \([0-9]*\).*/\1/p" | head -n 1
+}
+c0() { sroce_counter sroce0 "$1"; }
+c1() { sroce_counter sroce1 "$1"; }
+
+# congested: 8 s of 64 KiB writes through the bottleneck; RED_* and the
+# deltas of the counters named are left in D_<name>.
+congested() {
+	local c b0 b1
+	shape || return 1
+	declare -gA B0 B1
+	for c in np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled \
+		rp_cnp_ignored rp_paced_waits retransmitted_packets rx_drop_icrc; do
+		B0[$c]=$(c0 $c)
+		B1[$c]=$(c1 $c)
+	done
+	perf -s 65536 -D 8 >"$CAP/perf.out" 2>&1
+	PERF_RC=$?
+	cp "$SROCE_PAIR_DIR/client" "$CAP/client.out"
+	for c in "${!B0[@]}"; do
+		declare -g "D0_$c=$(($(c0 "$c") - B0[$c]))"
+		declare -g "D1_$c=$(($(c1 "$c") - B1[$c]))"
+	done
+	RED_MARKED=$(red marked)
+	RED_DROPS=$(( $(red early) + $(red pdrop) ))
+	grep -A1 '#bytes' "$SROCE_PAIR_DIR/client" | tail -n 1
+	echo "RED marked $RED_MARKED dropped $RED_DROPS; sroce1 CE $D1_np_ecn_marked_roce_packets CNPs sent $D1_np_cnp_sent; sroce0 CNPs handled $D0_rp_cnp_handled ignored $D0_rp_cnp_ignored paced $D0_rp_paced_waits resent $D0_retransmitted_packets"
+}
+
+capture_start nsB vethB "$CAP/cong.pcap" \
+	"udp port 4791 and (ip[1] & 3 == 3 or udp[8] == 0x81)" ||
+	tap_diag "capture did not start"
+congested >"$CAP/on.txt" 2>&1
+ON_RC=$PERF_RC
+capture_stop "$CAP/cong.pcap" >"$CAP/cap.txt" 2>&1
+CAP_RC=$?
+ON_DROPS=$RED_DROPS ON_RESENT=$D0_retransmitted_packets
+# The QP of sroce0 the congested stream ran on (perftest's client).
+QPN=$(sed -n 's/.*local address: .*QPN \(0x[0-9a-f]*\).*/\1/p' "$CAP/client.out" | head -n 1)
+cat "$CAP/on.txt"
+tap_check "CC on: 64 KiB ib_write_bw through the 100 Mbit/s bottleneck completes" \
+	test "$ON_RC" = 0
+tap_check "CC on: RED marks CE, sroce1 counts the marks and answers with CNPs" \
+	test "$RED_MARKED" -gt 0 -a "$D1_np_ecn_marked_roce_packets" -gt 0 \
+	-a "$D1_np_cnp_sent" -gt 0 -a "$D1_np_cnp_sent" -le "$D1_np_ecn_marked_roce_packets"
+tap_eq "CC on: sroce0 handles every CNP sroce1 sent, ignores none" \
+	"$D0_rp_cnp_handled $D0_rp_cnp_ignored" "$D1_np_cnp_sent 0"
+tap_check "CC on: sroce0's pacer held the QP" test "$D0_rp_paced_waits" -gt 0
+
+set_cc enable=0
+congested >"$CAP/off.txt" 2>&1
+OFF_RC=$PERF_RC
+cat "$CAP/off.txt"
+tap_check "CC off: the stream completes; nothing marked, no CNP" \
+	test "$OFF_RC" = 0 -a "$RED_MARKED" = 0 -a "$D1_np_cnp_sent" = 0 \
+	-a "$D0_rp_cnp_handled" = 0
+tap_check "CC off: RED drops >= 10 packets, >= 10x what it dropped with CC on ($ON_DROPS)" \
+	test "$RED_DROPS" -ge 10 -a "$RED_DROPS" -ge $((10 * ON_DROPS))
+tap_check "CC off: sroce0 resends more than with CC on ($ON_RESENT)" \
+	test "$D0_retransmitted_packets" -gt "$ON_RESENT"
+set_cc enable=1
+
+tap_check "capture of the congested stream: everything the filter took written" \
+	test "$CAP_RC" = 0
+ce_data() {
+	local n
+	n=$(tshark -r "$CAP/cong.pcap" -Y 'ip.dsfield.ecn == 3 && infiniband.bth.opcode < 0x20' 2>/dev/null | wc -l)
+	echo "CE-marked RC frames: $n"
+	[ "$n" -gt 0 ]
+}
+tap_check "capture: tshark decodes CE-marked RC data" ce_data
+tap_check "capture: CNPs to sroce0's QP $QPN: BECN, P_Key 0xffff, PSN 0, 16 zero bytes, ICRC valid (independent computation)" \
+	python3 "$here/roce-icrc.py" "$CAP/cong.pcap" 0x81 "${QPN:-0}"
+tap_eq "capture: nothing malformed, no expert error" \
+	"$(tshark -r "$CAP/cong.pcap" -Y '_ws.malformed || _ws.expert.severity == 8388608' 2>/dev/null | wc -l)" 0
+tap_check "capture: every CE-marked WRITE MIDDLE frame's ICRC is valid (marking keeps it)" \
+	python3 "$here/roce-icrc.py" "$CAP/cong.pcap" 0x07
+
+echo 0 >"$CC/rp_enable"
+congested >"$CAP/rpoff.txt" 2>&1
+cat "$CAP/rpoff.txt"
+tap_check "reaction point off on sroce0: its CNPs counted ignored, none handled, no pacing" \
+	test "$PERF_RC" = 0 -a "$D1_np_cnp_sent" -gt 0 -a "$D0_rp_cnp_ignored" = "$D1_np_cnp_sent" \
+	-a "$D0_rp_cnp_handled" = 0 -a "$D0_rp_paced_waits" = 0
+echo 1 >"$CC/rp_enable"
+ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
+
+tap_check "nothing malformed, corrupt or unrouted" sroce_nothing_malformed
+tap_done
