@@ -63,8 +63,12 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	CHECK(!pkt.paylen || (info->mask & SROCE_M_PAYLOAD));
 	CHECK(pkt.dqpn <= SROCE_BTH_QPN_MASK && pkt.psn <= SROCE_PSN_MASK);
 	CHECK(!(copy[1] & SROCE_BTH_TVER_MASK));
-	/* Exactly one of request and response. */
-	CHECK(!(info->mask & SROCE_M_REQ) != !(info->mask & SROCE_M_RESP));
+	/* Exactly one of request and response, or a CNP (neither). */
+	if (info->mask & SROCE_M_CNP)
+		CHECK(info->mask == SROCE_M_CNP && !pkt.paylen);
+	else
+		CHECK(!(info->mask & SROCE_M_REQ) !=
+		      !(info->mask & SROCE_M_RESP));
 
 	/* What the transport derives from it stays in range. */
 	CHECK(sroce_psn_diff(pkt.psn, pkt.dqpn) >= -(1 << 23) &&
@@ -81,6 +85,9 @@ int LLVMFuzzerTestOneInput(const u8 *data, size_t size)
 	CHECK((again[8] & 0x80) == (copy[8] & 0x80));
 	CHECK(!memcmp(again + 9, copy + 9, 3));
 	for (i = SROCE_BTH_BYTES; i < hdr_len; i++) {
+		/* A CNP's 16 bytes are reserved: ignored on receive. */
+		if (info->mask & SROCE_M_CNP)
+			break;
 		/* The DETH's source QPN has a reserved top byte. */
 		if ((info->mask & SROCE_M_DETH) && i == SROCE_BTH_BYTES + 4)
 			continue;
