@@ -430,6 +430,21 @@ enum sroce_probe_state {
 	SROCE_PROBE_ANSWERED,		/* progress since: resume */
 };
 
+/*
+ * Why the completer asks the requester to go back (comp.rewind_why, the
+ * tracepoint sroce_req_rewind shows it).
+ */
+enum sroce_rewind_why {
+	SROCE_REWIND_TIMEOUT,		/* the retransmission timer */
+	SROCE_REWIND_SEQ_NAK,		/* the responder saw a gap */
+	SROCE_REWIND_RNR_NAK,		/* no receive WQE (or page) there yet */
+	SROCE_REWIND_LOST_RESPONSE,	/* an ACK past a READ/atomic's answer */
+	SROCE_REWIND_READ_GAP,		/* a READ response missing */
+	SROCE_REWIND_ODP,		/* a response's pages were not there */
+	SROCE_REWIND_PROBE_PAST,	/* acknowledged past a timeout's probe */
+	SROCE_REWIND_RESUME,		/* forward: the timeout was spurious */
+};
+
 /* Completer state shared with the requester (under qp->sq_lock). */
 struct sroce_comp {
 	u32 sent;			/* WQEs started: [cons, sent) */
@@ -441,6 +456,7 @@ struct sroce_comp {
 	u8 retry_left;
 	u8 rnr_left;
 	bool rewind;			/* requester goes back to: */
+	u8 rewind_why;			/* SROCE_REWIND_*: the last reason */
 	u8 probe;			/* SROCE_PROBE_*: after a timeout */
 	bool error;			/* an error completion was posted */
 	u32 rewind_index;

@@ -16,6 +16,7 @@
 
 #include "sroce.h"
 #include "sroce_queue.h"
+#include "sroce_trace.h"
 
 static struct ib_ucontext *sroce_udata_ucontext(struct ib_udata *udata)
 {
@@ -224,6 +225,7 @@ int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 	bool notify = false;
 	int space;
 
+	trace_sroce_cqe_error(cq, cqe);
 	spin_lock_irqsave(&cq->lock, flags);
 	if (cq->overflow) {
 		spin_unlock_irqrestore(&cq->lock, flags);

@@ -33,6 +33,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
+#include "sroce_trace.h"
 
 #define SROCE_FIRST_QPN		16
 #define SROCE_SEND_SGE_MAX	min(SROCE_MAX_SGE, 255)
@@ -351,6 +352,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 	/* The requester starts idle: every post must kick it. */
 	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
+	trace_sroce_qp_create(qp, IB_QPS_RESET);
 	return 0;
 
 err_xa:
@@ -510,9 +512,14 @@ void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
  */
 void sroce_qp_error(struct sroce_qp *qp, bool fatal)
 {
+	enum ib_qp_state was;
+
 	spin_lock_bh(&qp->state_lock);
+	was = qp->state;
 	qp->state = IB_QPS_ERR;
 	spin_unlock_bh(&qp->state_lock);
+	if (was != IB_QPS_ERR)
+		trace_sroce_qp_state(qp, was, IB_QPS_ERR);
 	sroce_qp_flush(qp);
 	if (fatal)
 		sroce_qp_event(qp, IB_EVENT_QP_FATAL);
@@ -659,7 +666,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
 {
 	struct sroce_qp *qp = to_sqp(ibqp);
-	enum ib_qp_state cur, next;
+	enum ib_qp_state cur, next, was;
 	struct sroce_av av;
 	int err;
 
@@ -696,9 +703,13 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_lock_bh(&qp->state_lock);
 	sroce_qp_apply_attr(qp, attr, mask, &av);
 	sroce_qp_apply_path(qp, mask);
+	/* What it leaves: the data path may have moved it since @cur. */
+	was = qp->state;
 	qp->state = next;
 	spin_unlock_bh(&qp->state_lock);
 
+	if (was != next)
+		trace_sroce_qp_state(qp, was, next);
 	pr_debug("%s: qp %u %s -> %s\n", dev_name(&ibqp->device->dev),
 		 qp->qpn, sroce_qp_state_name[cur], sroce_qp_state_name[next]);
 
@@ -835,11 +846,14 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
 	struct sroce_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state was;
 
 	sroce_qp_drain_unreliable(qp);
 	spin_lock_bh(&qp->state_lock);
+	was = qp->state;
 	qp->state = IB_QPS_ERR;
 	spin_unlock_bh(&qp->state_lock);
+	trace_sroce_qp_destroy(qp, was);
 
 	sroce_mcast_qp_destroy(qp);
 	/* No engine runs again, no packet holds it, then no timer either. */
