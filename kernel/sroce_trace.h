@@ -339,10 +339,10 @@ TRACE_EVENT(sroce_nak_rcvd,
 		__entry->rnr = type == SROCE_AETH_RNR_NAK;
 		__entry->value = value;
 	),
-	TP_printk("%s qpn %u psn %u una %u %s %s", __entry->dev, __entry->qpn,
-		  __entry->psn, __entry->una,
-		  __entry->rnr ? "RNR_NAK timer" : "NAK",
-		  __entry->rnr ? "" : sroce_show_nak(__entry->value))
+	TP_printk("%s qpn %u psn %u una %u %s %u (%s)", __entry->dev,
+		  __entry->qpn, __entry->psn, __entry->una,
+		  __entry->rnr ? "RNR_NAK" : "NAK", __entry->value,
+		  __entry->rnr ? "timer" : sroce_show_nak(__entry->value))
 );
 
 /*
