@@ -188,6 +188,7 @@ struct sroce_cq {
 	u8 notify;			/* armed: IB_CQ_NEXT_COMP/SOLICITED */
 	bool is_user;
 	bool overflow;			/* full once: in error for good */
+	u64 lost;			/* completions refused since */
 };
 
 /* Address vector: where a UD datagram (or an RC/UC QP's path) goes. */
@@ -665,8 +666,32 @@ struct sroce_dev *sroce_dev_get_by_netdev(struct net_device *ndev);
 int sroce_dev_list_add(struct sroce_dev *sdev);
 void sroce_dev_list_del(struct sroce_dev *sdev);
 
+/*
+ * One driver detail of a resource ("rdma resource show qp|cq|mr -dd"):
+ * see sroce_res_put().
+ */
+enum sroce_res_kind {
+	SROCE_RES_U32,
+	SROCE_RES_HEX32,
+	SROCE_RES_U64,
+	SROCE_RES_HEX64,
+	SROCE_RES_STR,
+};
+
+struct sroce_res_field {
+	const char *name;
+	enum sroce_res_kind kind;
+	u64 val;
+	const char *str;		/* SROCE_RES_STR */
+};
+
+#define SROCE_RES(n, k, v)	{ .name = (n), .kind = SROCE_RES_##k, .val = (v) }
+#define SROCE_RES_S(n, s)	{ .name = (n), .kind = SROCE_RES_STR, .str = (s) }
+
 /* sroce_dev.c */
 int sroce_dev_create(const char *ibdev_name, struct net_device *ndev);
+int sroce_res_put(struct sk_buff *msg, const struct sroce_res_field *f,
+		  unsigned int n);
 void sroce_dev_port_update(struct sroce_dev *sdev);
 void sroce_dev_mtu_update(struct sroce_dev *sdev);
 enum ib_mtu sroce_mtu_from_netdev(unsigned int ndev_mtu);
@@ -706,6 +731,7 @@ struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, u32 key);
 void sroce_mr_put(struct sroce_mr *mr);
 u8 sroce_mr_reg_fast(struct sroce_dev *sdev, struct ib_pd *pd,
@@ -735,6 +761,7 @@ int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
 int sroce_odp_init(struct sroce_mr *mr, struct ib_device *ibdev, u64 start,
 		   u64 length, int access);
 void sroce_odp_release(struct sroce_mr *mr);
+unsigned long sroce_odp_present(struct sroce_odp *odp);
 int sroce_odp_fault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 		    bool fault);
 /* What of the QP that waited runs when a fault is done. */
@@ -789,6 +816,7 @@ int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 		  bool solicited);
+int sroce_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
 
 /* sroce_srq.c */
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -814,6 +842,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

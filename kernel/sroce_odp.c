@@ -245,6 +245,42 @@ void sroce_odp_release(struct sroce_mr *mr)
 	kfree(odp);
 }
 
+/* Entries of @odp's own table that are present, read unlocked. */
+static unsigned long sroce_odp_table_present(const struct sroce_odp *odp)
+{
+	unsigned long i, n = 0;
+
+	for (i = 0; i < odp->npages; i++) {
+		if (READ_ONCE(odp->map[i]) & SROCE_ODP_VALID)
+			n++;
+		if (!(i & 0xffff))
+			cond_resched();
+	}
+	return n;
+}
+
+/**
+ * sroce_odp_present - pages of an ODP (or dma-buf) MR that are present
+ * @odp: the MR's table; its MR held by the caller (resource details)
+ *
+ * A snapshot for "rdma resource show mr -dd": faults and invalidations
+ * may change it while it is counted. Process context.
+ *
+ * Return: the number of pages, over all children of an implicit MR.
+ */
+unsigned long sroce_odp_present(struct sroce_odp *odp)
+{
+	struct sroce_odp *child;
+	unsigned long i, n = 0;
+
+	if (!odp->implicit)
+		return sroce_odp_table_present(odp);
+	/* Children are only added until the MR goes: RCU-safe to walk. */
+	xa_for_each(&odp->children, i, child)
+		n += sroce_odp_table_present(child);
+	return n;
+}
+
 /* Does the owner of implicit @odp map anything at @va? */
 static bool sroce_odp_mapped(struct sroce_odp *odp, u64 va)
 {
