@@ -223,6 +223,7 @@ struct sroce_cq {
 	u8 notify;			/* armed: IB_CQ_NEXT_COMP/SOLICITED */
 	bool is_user;
 	bool overflow;			/* full once: in error for good */
+	u64 lost;			/* completions refused since */
 };
 
 /* Address vector: where a UD datagram (or an RC/UC QP's path) goes. */
@@ -465,6 +466,21 @@ enum sroce_probe_state {
 	SROCE_PROBE_ANSWERED,		/* progress since: resume */
 };
 
+/*
+ * Why the completer asks the requester to go back (comp.rewind_why, the
+ * tracepoint sroce_req_rewind shows it).
+ */
+enum sroce_rewind_why {
+	SROCE_REWIND_TIMEOUT,		/* the retransmission timer */
+	SROCE_REWIND_SEQ_NAK,		/* the responder saw a gap */
+	SROCE_REWIND_RNR_NAK,		/* no receive WQE (or page) there yet */
+	SROCE_REWIND_LOST_RESPONSE,	/* an ACK past a READ/atomic's answer */
+	SROCE_REWIND_READ_GAP,		/* a READ response missing */
+	SROCE_REWIND_ODP,		/* a response's pages were not there */
+	SROCE_REWIND_PROBE_PAST,	/* acknowledged past a timeout's probe */
+	SROCE_REWIND_RESUME,		/* forward: the timeout was spurious */
+};
+
 /* Completer state shared with the requester (under qp->sq_lock). */
 struct sroce_comp {
 	u32 sent;			/* WQEs started: [cons, sent) */
@@ -476,6 +492,7 @@ struct sroce_comp {
 	u8 retry_left;
 	u8 rnr_left;
 	bool rewind;			/* requester goes back to: */
+	u8 rewind_why;			/* SROCE_REWIND_*: the last reason */
 	u8 probe;			/* SROCE_PROBE_*: after a timeout */
 	bool error;			/* an error completion was posted */
 	u32 rewind_index;
@@ -715,8 +732,32 @@ struct sroce_dev *sroce_dev_get_by_netdev(struct net_device *ndev);
 int sroce_dev_list_add(struct sroce_dev *sdev);
 void sroce_dev_list_del(struct sroce_dev *sdev);
 
+/*
+ * One driver detail of a resource ("rdma resource show qp|cq|mr -dd"):
+ * see sroce_res_put().
+ */
+enum sroce_res_kind {
+	SROCE_RES_U32,
+	SROCE_RES_HEX32,
+	SROCE_RES_U64,
+	SROCE_RES_HEX64,
+	SROCE_RES_STR,
+};
+
+struct sroce_res_field {
+	const char *name;
+	enum sroce_res_kind kind;
+	u64 val;
+	const char *str;		/* SROCE_RES_STR */
+};
+
+#define SROCE_RES(n, k, v)	{ .name = (n), .kind = SROCE_RES_##k, .val = (v) }
+#define SROCE_RES_S(n, s)	{ .name = (n), .kind = SROCE_RES_STR, .str = (s) }
+
 /* sroce_dev.c */
 int sroce_dev_create(const char *ibdev_name, struct net_device *ndev);
+int sroce_res_put(struct sk_buff *msg, const struct sroce_res_field *f,
+		  unsigned int n);
 void sroce_dev_port_update(struct sroce_dev *sdev);
 void sroce_dev_mtu_update(struct sroce_dev *sdev);
 enum ib_mtu sroce_mtu_from_netdev(unsigned int ndev_mtu);
@@ -756,6 +797,7 @@ struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, u32 key);
 void sroce_mr_put(struct sroce_mr *mr);
 u8 sroce_mr_reg_fast(struct sroce_dev *sdev, struct ib_pd *pd,
@@ -785,6 +827,7 @@ int sroce_mr_atomic(const struct sroce_mr *mr, u64 iova, bool cmp_swap,
 int sroce_odp_init(struct sroce_mr *mr, struct ib_device *ibdev, u64 start,
 		   u64 length, int access);
 void sroce_odp_release(struct sroce_mr *mr);
+unsigned long sroce_odp_present(struct sroce_odp *odp);
 int sroce_odp_fault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 		    bool fault);
 /* What of the QP that waited runs when a fault is done. */
@@ -839,6 +882,7 @@ int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 		  bool solicited);
+int sroce_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq);
 
 /* sroce_srq.c */
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -864,6 +908,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp);
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

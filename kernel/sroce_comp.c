@@ -22,6 +22,7 @@
 
 #include "sroce.h"
 #include "sroce_pkt.h"
+#include "sroce_trace.h"
 
 /* IBTA table 45: RNR NAK timer field -> microseconds. */
 static const u32 sroce_rnr_usecs[32] = {
@@ -134,10 +135,11 @@ bool sroce_comp_retire(struct sroce_qp *qp)
 	return false;
 }
 
-/* Ask the requester to go back to the oldest incomplete WQE. */
-static void sroce_comp_rewind(struct sroce_qp *qp)
+/* Ask the requester to go back to the oldest incomplete WQE, for @why. */
+static void sroce_comp_rewind(struct sroce_qp *qp, enum sroce_rewind_why why)
 {
 	qp->comp.rewind = true;
+	qp->comp.rewind_why = why;
 	/* A NAK says where to go on: no probe needed. */
 	qp->comp.probe = SROCE_PROBE_NONE;
 }
@@ -235,11 +237,12 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 	case SROCE_AETH_ACK:
 		sroce_comp_ack_before(qp, sroce_psn_add(pkt->psn, 1), &lost);
 		if (lost)
-			sroce_comp_rewind(qp);
+			sroce_comp_rewind(qp, SROCE_REWIND_LOST_RESPONSE);
 		break;
 	case SROCE_AETH_RNR_NAK:
 		/* The request at psn found no receive WQE: wait, resend. */
 		sroce_count(sdev, SROCE_CNT_RNR_NAK_RCVD, 1);
+		trace_sroce_nak_rcvd(qp, type, value, pkt->psn);
 		sroce_comp_ack_before(qp, pkt->psn, &lost);
 		if (comp->rnr_left == 0) {
 			sroce_count(sdev, SROCE_CNT_RETRY_EXCEEDED, 1);
@@ -262,13 +265,16 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 		 */
 		comp->rnr_until = ktime_get_ns() +
 			(u64)sroce_rnr_timer_usecs(value) * NSEC_PER_USEC;
-		sroce_comp_rewind(qp);
+		trace_sroce_rnr_backoff(qp, pkt->psn, value,
+					sroce_rnr_timer_usecs(value));
+		sroce_comp_rewind(qp, SROCE_REWIND_RNR_NAK);
 		break;
 	case SROCE_AETH_NAK:
+		trace_sroce_nak_rcvd(qp, type, value, pkt->psn);
 		sroce_comp_ack_before(qp, pkt->psn, &lost);
 		if (value == SROCE_NAK_PSN_SEQ_ERR) {
 			sroce_count(sdev, SROCE_CNT_SEQ_NAK_RCVD, 1);
-			sroce_comp_rewind(qp);
+			sroce_comp_rewind(qp, SROCE_REWIND_SEQ_NAK);
 			break;
 		}
 		sroce_count(sdev, SROCE_CNT_ERR_NAK_RCVD, 1);
@@ -389,7 +395,7 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 		 * first); the responder replays its answer.
 		 */
 		if (status == SROCE_COMP_ODP_WAIT) {
-			sroce_comp_rewind(qp);
+			sroce_comp_rewind(qp, SROCE_REWIND_ODP);
 			goto stale;
 		}
 		goto complete;
@@ -411,7 +417,7 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 		/* A response went missing: ask again, once. */
 		if (sroce_psn_diff(pkt->psn, expect) > 0 && !m->await_replay) {
 			m->await_replay = 1;
-			sroce_comp_rewind(qp);
+			sroce_comp_rewind(qp, SROCE_REWIND_READ_GAP);
 		}
 		goto stale;
 	}
@@ -426,7 +432,7 @@ static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 	if (status == SROCE_COMP_ODP_WAIT) {
 		if (!m->await_replay) {
 			m->await_replay = 1;
-			sroce_comp_rewind(qp);
+			sroce_comp_rewind(qp, SROCE_REWIND_ODP);
 		}
 		goto stale;
 	}
@@ -533,13 +539,15 @@ void sroce_comp_retrans_timer(struct timer_list *t)
 		return;
 	}
 	if (comp->retry_left == 0) {
+		trace_sroce_retrans_timeout(qp, true);
 		sroce_count(sdev, SROCE_CNT_RETRY_EXCEEDED, 1);
 		sroce_comp_fail(qp, comp->una, true, IB_WC_RETRY_EXC_ERR);
 		error = sroce_comp_retire(qp);
 	} else {
 		comp->retry_left--;
+		trace_sroce_retrans_timeout(qp, false);
 		sroce_count(sdev, SROCE_CNT_RETRANSMIT_TIMEOUTS, 1);
-		sroce_comp_rewind(qp);
+		sroce_comp_rewind(qp, SROCE_REWIND_TIMEOUT);
 		comp->probe = SROCE_PROBE_WANTED;
 		sroce_comp_arm_timer(qp);
 	}

@@ -8,7 +8,8 @@
  *
  * Locking: cq->lock (spinlock, irqsave: producers run in softirq and in
  * process context) serialises producers, the kernel consumer (poll_cq),
- * arming (req_notify_cq) and resize. Lock order: QP locks, then cq->lock.
+ * arming (req_notify_cq), resize, and the overflow state and count that
+ * resource details read. Lock order: QP locks, then cq->lock.
  */
 
 #include <linux/slab.h>
@@ -16,6 +17,7 @@
 
 #include "sroce.h"
 #include "sroce_queue.h"
+#include "sroce_trace.h"
 
 static struct ib_ucontext *sroce_udata_ucontext(struct ib_udata *udata)
 {
@@ -224,14 +226,17 @@ int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 	bool notify = false;
 	int space;
 
+	trace_sroce_cqe_error(cq, cqe);
 	spin_lock_irqsave(&cq->lock, flags);
 	if (cq->overflow) {
+		cq->lost++;
 		spin_unlock_irqrestore(&cq->lock, flags);
 		return -ENOSPC;
 	}
 	space = sroce_queue_refresh_cons(&cq->queue);
 	if (space <= 0) {
 		cq->overflow = true;
+		cq->lost++;
 		/* Under the lock: a resize swaps and frees the ring under it. */
 		sroce_queue_set_flags(&cq->queue, SROCE_RING_F_ERROR);
 		spin_unlock_irqrestore(&cq->lock, flags);
@@ -311,4 +316,64 @@ int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
 	}
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
+}
+
+static const char *sroce_cq_armed(u8 notify)
+{
+	switch (notify) {
+	case IB_CQ_NEXT_COMP:
+		return "next";
+	case IB_CQ_SOLICITED:
+		return "solicited";
+	default:
+		return "no";
+	}
+}
+
+/* What "rdma resource show cq -dd" shows of a CQ, taken under its lock. */
+struct sroce_cq_res {
+	u64 lost;
+	u32 entries;
+	int space;			/* free slots, or -EINVAL */
+	u8 notify;
+	bool overflow;
+};
+
+static int sroce_cq_res_put(struct sk_buff *msg, const struct sroce_cq *cq,
+			    const struct sroce_cq_res *r)
+{
+	const struct sroce_res_field f[] = {
+		SROCE_RES("cqn", U32, cq->cqn),
+		SROCE_RES("entries", U32, r->entries),
+		SROCE_RES("used", U32, r->space < 0 ? r->entries :
+					 r->entries - r->space),
+		SROCE_RES("bad_cons", U32, r->space < 0),
+		SROCE_RES("overflow", U32, r->overflow),
+		SROCE_RES("lost_cqes", U64, r->lost),
+		SROCE_RES_S("armed", sroce_cq_armed(r->notify)),
+		SROCE_RES_S("ring", cq->is_user ? "user" : "kernel"),
+	};
+
+	return sroce_res_put(msg, f, ARRAY_SIZE(f));
+}
+
+/*
+ * ib_device_ops.fill_res_cq_entry. A user CQ's consumer index is the
+ * application's: read (and checked) as the producer reads it, so "used"
+ * is what the application has not polled yet.
+ */
+int sroce_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
+{
+	struct sroce_cq *cq = to_scq(ibcq);
+	struct sroce_cq_res r;
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	r.space = sroce_queue_refresh_cons(&cq->queue);
+	r.entries = cq->queue.entries;
+	r.notify = cq->notify;
+	r.overflow = cq->overflow;
+	r.lost = cq->lost;
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return sroce_cq_res_put(msg, cq, &r);
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * sroce: the ib_device — creation, attributes, port state, counters and
- * the user context.
+ * sroce: the ib_device — creation, attributes, port state, counters,
+ * the user context, and the netlink side of resource details (each
+ * object's file takes its own snapshot: sroce_res_put()).
  *
  * Locking:
  *  - sdev->port_lock (spinlock) guards port_state and active_mtu. Writers
@@ -18,6 +19,7 @@
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
+#include <rdma/restrack.h>
 
 #include "sroce.h"
 
@@ -370,6 +372,54 @@ static int sroce_get_hw_stats(struct ib_device *ibdev,
 	return SROCE_NUM_COUNTERS;
 }
 
+/* Resource details ---------------------------------------------------- */
+
+static int sroce_res_put_one(struct sk_buff *msg,
+			     const struct sroce_res_field *f)
+{
+	switch (f->kind) {
+	case SROCE_RES_U32:
+		return rdma_nl_put_driver_u32(msg, f->name, f->val);
+	case SROCE_RES_HEX32:
+		return rdma_nl_put_driver_u32_hex(msg, f->name, f->val);
+	case SROCE_RES_U64:
+		return rdma_nl_put_driver_u64(msg, f->name, f->val);
+	case SROCE_RES_HEX64:
+		return rdma_nl_put_driver_u64_hex(msg, f->name, f->val);
+	default:
+		return rdma_nl_put_driver_string(msg, f->name, f->str);
+	}
+}
+
+/**
+ * sroce_res_put - add @n driver details to a resource's netlink entry
+ * @msg: the entry ib_core is filling (fill_res_*_entry)
+ * @f: the details, as "rdma resource show ... -dd" prints them, in order
+ * @n: how many
+ *
+ * The QP, CQ and MR files take a snapshot of their object into @f first:
+ * nothing here runs under their locks.
+ *
+ * Return: 0 or -EMSGSIZE (ib_core then continues in another message).
+ */
+int sroce_res_put(struct sk_buff *msg, const struct sroce_res_field *f,
+		  unsigned int n)
+{
+	struct nlattr *table = nla_nest_start(msg, RDMA_NLDEV_ATTR_DRIVER);
+	unsigned int i;
+
+	if (!table)
+		return -EMSGSIZE;
+	for (i = 0; i < n; i++) {
+		if (sroce_res_put_one(msg, &f[i])) {
+			nla_nest_cancel(msg, table);
+			return -EMSGSIZE;
+		}
+	}
+	nla_nest_end(msg, table);
+	return 0;
+}
+
 /* sysfs --------------------------------------------------------------- */
 
 static ssize_t sroce_abi_version_show(struct device *device,
@@ -461,6 +511,9 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.detach_mcast = sroce_detach_mcast,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.device_group = &sroce_dev_attr_group,
+	.fill_res_cq_entry = sroce_fill_res_cq_entry,
+	.fill_res_mr_entry = sroce_fill_res_mr_entry,
+	.fill_res_qp_entry = sroce_fill_res_qp_entry,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_dma_mr = sroce_get_dma_mr,
 	.get_hw_stats = sroce_get_hw_stats,

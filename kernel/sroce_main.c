@@ -25,6 +25,10 @@
 
 #include "sroce.h"
 
+/* The tracepoints' definitions live here (and only here). */
+#define CREATE_TRACE_POINTS
+#include "sroce_trace.h"
+
 static LIST_HEAD(sroce_dev_list);
 static DEFINE_MUTEX(sroce_dev_list_lock);
 static DECLARE_WAIT_QUEUE_HEAD(sroce_dev_list_wq);

@@ -571,6 +571,43 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	return 0;
 }
 
+/* Resource details ("rdma resource show mr -dd") ------------------- */
+
+static const char *const sroce_mr_type_name[] = {
+	[SROCE_MR_USER] = "user", [SROCE_MR_DMA] = "dma",
+	[SROCE_MR_FAST] = "fast", [SROCE_MR_WINDOW] = "window",
+};
+
+/*
+ * ib_device_ops.fill_res_mr_entry. ib_core holds the MR (dereg waits), so
+ * its fields are there; those a REG_MR or a bind change are read once,
+ * unlocked: a snapshot. Keys and addresses are not repeated here: ib_core
+ * shows them to CAP_NET_ADMIN only.
+ */
+int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	struct sroce_odp *odp = mr->odp;
+	const struct sroce_res_field f[] = {
+		SROCE_RES_S("type", sroce_mr_type_name[mr->type]),
+		SROCE_RES("valid", U32, READ_ONCE(mr->valid)),
+		SROCE_RES("access", HEX32, mr->access),
+		SROCE_RES("pinned_pages", U64, mr->pages ? mr->npages : 0),
+		SROCE_RES("mapped_pages", U32, READ_ONCE(mr->nmapped)),
+		SROCE_RES("max_pages", U32, mr->max_pages),
+		SROCE_RES("odp", U32, odp && !odp->attach),
+		SROCE_RES("implicit", U32, odp && odp->implicit),
+		SROCE_RES("dmabuf", U32, odp && odp->attach),
+		SROCE_RES("dmabuf_pinned", U32, odp && odp->pinned),
+		SROCE_RES("present_pages", U64, odp ? sroce_odp_present(odp) : 0),
+		SROCE_RES("faults_pending", U32,
+			  odp ? atomic_read(&odp->pending) : 0),
+		SROCE_RES("windows", U32, READ_ONCE(mr->nwindows)),
+	};
+
+	return sroce_res_put(msg, f, ARRAY_SIZE(f));
+}
+
 /* Data access ------------------------------------------------------- */
 
 /*

@@ -48,6 +48,7 @@
 #include <rdma/ib_umem_odp.h>
 
 #include "sroce.h"
+#include "sroce_trace.h"
 
 /* An implicit MR's children: 2 MiB each. */
 #define SROCE_ODP_CHILD_SHIFT	21
@@ -244,6 +245,42 @@ void sroce_odp_release(struct sroce_mr *mr)
 	kfree(odp);
 }
 
+/* Entries of @odp's own table that are present, read unlocked. */
+static unsigned long sroce_odp_table_present(const struct sroce_odp *odp)
+{
+	unsigned long i, n = 0;
+
+	for (i = 0; i < odp->npages; i++) {
+		if (READ_ONCE(odp->map[i]) & SROCE_ODP_VALID)
+			n++;
+		if (!(i & 0xffff))
+			cond_resched();
+	}
+	return n;
+}
+
+/**
+ * sroce_odp_present - pages of an ODP (or dma-buf) MR that are present
+ * @odp: the MR's table; its MR held by the caller (resource details)
+ *
+ * A snapshot for "rdma resource show mr -dd": faults and invalidations
+ * may change it while it is counted. Process context.
+ *
+ * Return: the number of pages, over all children of an implicit MR.
+ */
+unsigned long sroce_odp_present(struct sroce_odp *odp)
+{
+	struct sroce_odp *child;
+	unsigned long i, n = 0;
+
+	if (!odp->implicit)
+		return sroce_odp_table_present(odp);
+	/* Children are only added until the MR goes: RCU-safe to walk. */
+	xa_for_each(&odp->children, i, child)
+		n += sroce_odp_table_present(child);
+	return n;
+}
+
 /* Does the owner of implicit @odp map anything at @va? */
 static bool sroce_odp_mapped(struct sroce_odp *odp, u64 va)
 {
@@ -386,18 +423,9 @@ static int sroce_odp_fault_table(struct sroce_odp *odp, u64 va, u64 len,
 	return 0;
 }
 
-/**
- * sroce_odp_fault - fault [@iova, @iova + @len) of @mr in; may sleep
- * @mr: an ODP MR whose range the caller checked
- * @iova: first byte
- * @len: bytes (not 0)
- * @write: the pages must be writable
- * @fault: fault missing pages in (else record only those present)
- *
- * Return: 0 or a negative errno (-EFAULT: not mapped; -EPERM: read-only).
- */
-int sroce_odp_fault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
-		    bool fault)
+/* sroce_odp_fault() without the tracepoint. */
+static int sroce_odp_fault_mr(struct sroce_mr *mr, u64 iova, u64 len,
+			      bool write, bool fault)
 {
 	struct sroce_odp *odp = mr->odp, *child;
 	u64 va = sroce_odp_va(mr, iova);
@@ -432,6 +460,28 @@ int sroce_odp_fault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 		va += n;
 		len -= n;
 	}
+	return ret;
+}
+
+/**
+ * sroce_odp_fault - fault [@iova, @iova + @len) of @mr in; may sleep
+ * @mr: an ODP MR whose range the caller checked
+ * @iova: first byte
+ * @len: bytes (not 0)
+ * @write: the pages must be writable
+ * @fault: fault missing pages in (else record only those present)
+ *
+ * Return: 0 or a negative errno (-EFAULT: not mapped; -EPERM: read-only).
+ */
+int sroce_odp_fault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
+		    bool fault)
+{
+	/* The clock is read only while the event is on. */
+	u64 t0 = trace_sroce_odp_fault_enabled() ? ktime_get_ns() : 0;
+	int ret = sroce_odp_fault_mr(mr, iova, len, write, fault);
+
+	trace_sroce_odp_fault(mr, iova, len, write, fault, ret,
+			      ktime_get_ns() - t0);
 	return ret;
 }
 

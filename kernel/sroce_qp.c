@@ -33,6 +33,8 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
+#include "sroce_pkt.h"
+#include "sroce_trace.h"
 
 #define SROCE_FIRST_QPN		16
 #define SROCE_SEND_SGE_MAX	min(SROCE_MAX_SGE, 255)
@@ -352,6 +354,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 	/* The requester starts idle: every post must kick it. */
 	sroce_queue_set_flags(&qp->sq, SROCE_RING_F_NEED_KICK);
+	trace_sroce_qp_create(qp, IB_QPS_RESET);
 	return 0;
 
 err_xa:
@@ -511,9 +514,14 @@ void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
  */
 void sroce_qp_error(struct sroce_qp *qp, bool fatal)
 {
+	enum ib_qp_state was;
+
 	spin_lock_bh(&qp->state_lock);
+	was = qp->state;
 	qp->state = IB_QPS_ERR;
 	spin_unlock_bh(&qp->state_lock);
+	if (was != IB_QPS_ERR)
+		trace_sroce_qp_state(qp, was, IB_QPS_ERR);
 	sroce_qp_flush(qp);
 	if (fatal)
 		sroce_qp_event(qp, IB_EVENT_QP_FATAL);
@@ -662,7 +670,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
 {
 	struct sroce_qp *qp = to_sqp(ibqp);
-	enum ib_qp_state cur, next;
+	enum ib_qp_state cur, next, was;
 	struct sroce_av av;
 	int err;
 
@@ -699,9 +707,13 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	spin_lock_bh(&qp->state_lock);
 	sroce_qp_apply_attr(qp, attr, mask, &av);
 	sroce_qp_apply_path(qp, mask);
+	/* What it leaves: the data path may have moved it since @cur. */
+	was = qp->state;
 	qp->state = next;
 	spin_unlock_bh(&qp->state_lock);
 
+	if (was != next)
+		trace_sroce_qp_state(qp, was, next);
 	pr_debug("%s: qp %u %s -> %s\n", dev_name(&ibqp->device->dev),
 		 qp->qpn, sroce_qp_state_name[cur], sroce_qp_state_name[next]);
 
@@ -781,6 +793,140 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+/* Resource details ("rdma resource show qp -dd") ------------------- */
+
+/* A QP's transport state, as far as a snapshot can take it. */
+struct sroce_qp_res {
+	/* requester and completer, under sq_lock */
+	u32 psn, sent_psn, una, max_psn, inflight, queued, rd_atomic;
+	u32 credits;
+	u64 rnr_wait_ns;
+	u8 retry_left, rnr_left;
+	bool unlimited;
+	const char *req;
+	/* responder, under resp_lock */
+	u32 epsn, msn, answers, rd_answers, odp_held;
+	bool nak_sent;
+	const char *resp;
+};
+
+/* What the requester does, or waits for; under sq_lock. */
+static const char *sroce_qp_req_state(const struct sroce_qp *qp, u64 now)
+{
+	if (qp->sq_flushed || qp->comp.error)
+		return "error";
+	if (qp->req.stopped)
+		return "stopped";
+	if (qp->comp.rnr_until > now)
+		return "rnr_wait";
+	if (READ_ONCE(qp->req.odp_wait))
+		return "odp_wait";
+	if (qp->comp.probe == SROCE_PROBE_WANTED)
+		return "probing";
+	if (qp->comp.rewind)
+		return "rewind";
+	if (qp->sq.cons != qp->comp.sent)
+		return "await_ack";
+	return READ_ONCE(qp->req.streaming) ? "streaming" : "idle";
+}
+
+/*
+ * The requester's own fields (psn, fetched, ssn, ...) belong to its task
+ * and are read here unlocked, as the hints they are for a reader.
+ */
+static void sroce_qp_res_req(struct sroce_qp *qp, struct sroce_qp_res *r)
+{
+	const struct sroce_comp *comp = &qp->comp;
+	u64 now = ktime_get_ns();
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->sq_lock, flags);
+	r->psn = READ_ONCE(qp->req.psn);
+	r->sent_psn = READ_ONCE(qp->req.sent_psn);
+	r->una = comp->una;
+	r->max_psn = comp->max_psn;
+	r->inflight = comp->sent - qp->sq.cons;
+	r->queued = READ_ONCE(qp->req.fetched) - comp->sent;
+	r->rd_atomic = comp->rd_atomic;
+	r->retry_left = comp->retry_left;
+	r->rnr_left = comp->rnr_left;
+	r->unlimited = comp->credits_unlimited;
+	r->credits = max(sroce_psn_diff(comp->lsn, READ_ONCE(qp->req.ssn)), 0);
+	r->rnr_wait_ns = comp->rnr_until > now ? comp->rnr_until - now : 0;
+	r->req = sroce_qp_req_state(qp, now);
+	spin_unlock_irqrestore(&qp->sq_lock, flags);
+}
+
+static const char *const sroce_qp_resp_msg[] = {
+	[SROCE_RESP_IDLE] = "idle", [SROCE_RESP_SEND] = "send",
+	[SROCE_RESP_WRITE] = "write", [SROCE_RESP_DROP] = "drop",
+	[SROCE_RESP_FAILED] = "failed",
+};
+
+static void sroce_qp_res_resp(struct sroce_qp *qp, struct sroce_qp_res *r)
+{
+	struct sroce_resp *resp = &qp->resp;
+	u32 i;
+
+	spin_lock_bh(&qp->resp_lock);
+	r->epsn = resp->psn;
+	r->msn = resp->msn;
+	r->nak_sent = resp->nak_sent;
+	r->answers = resp->tx_tail - resp->tx_head;
+	r->rd_answers = 0;
+	for (i = resp->tx_head; i != resp->tx_tail; i++)
+		if (resp->txq[i % resp->txq_size].type != SROCE_RTX_ACK)
+			r->rd_answers++;
+	r->odp_held = resp->odp_npending;
+	r->resp = sroce_qp_resp_msg[resp->msg];
+	spin_unlock_bh(&qp->resp_lock);
+}
+
+static int sroce_qp_res_put(struct sk_buff *msg, const struct sroce_qp *qp,
+			    const struct sroce_qp_res *r)
+{
+	const struct sroce_res_field f[] = {
+		SROCE_RES_S("req_state", r->req),
+		SROCE_RES("sq_psn", U32, r->psn),
+		SROCE_RES("sent_psn", U32, r->sent_psn),
+		SROCE_RES("una", U32, r->una),
+		SROCE_RES("max_psn", U32, r->max_psn),
+		SROCE_RES("wqes_inflight", U32, r->inflight),
+		SROCE_RES("wqes_queued", U32, r->queued),
+		SROCE_RES("rd_atomic", U32, r->rd_atomic),
+		SROCE_RES("retry_left", U32, r->retry_left),
+		SROCE_RES("rnr_retry_left", U32, r->rnr_left),
+		SROCE_RES("rnr_wait_us", U64, div_u64(r->rnr_wait_ns, 1000)),
+		SROCE_RES("credits", U32, r->unlimited ? U32_MAX : r->credits),
+		SROCE_RES_S("resp_state", r->resp),
+		SROCE_RES("resp_epsn", U32, r->epsn),
+		SROCE_RES("resp_msn", U32, r->msn),
+		SROCE_RES("resp_nak_sent", U32, r->nak_sent),
+		SROCE_RES("resp_answers", U32, r->answers),
+		SROCE_RES("resp_rd_atomic", U32, r->rd_answers),
+		SROCE_RES("resp_odp_held", U32, r->odp_held),
+		SROCE_RES("mtu", U32, qp->mtu),
+		SROCE_RES("udp_sport", U32, qp->src_port),
+	};
+
+	return sroce_res_put(msg, f, ARRAY_SIZE(f));
+}
+
+/*
+ * ib_device_ops.fill_res_qp_entry: the transport beside ib_core's
+ * attributes (ib_core's sq-psn and rq-psn are the ones modify_qp set;
+ * sq_psn and resp_epsn here are where the QP is now).
+ */
+int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_qp_res r;
+
+	sroce_qp_res_req(qp, &r);
+	sroce_qp_res_resp(qp, &r);
+	return sroce_qp_res_put(msg, qp, &r);
+}
+
 /*
  * UD and UC: what was posted before the destroy still goes out. A sender
  * may post unsignaled sends and destroy the QP at once (mckey does); a
@@ -839,11 +985,14 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
 	struct sroce_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state was;
 
 	sroce_qp_drain_unreliable(qp);
 	spin_lock_bh(&qp->state_lock);
+	was = qp->state;
 	qp->state = IB_QPS_ERR;
 	spin_unlock_bh(&qp->state_lock);
+	trace_sroce_qp_destroy(qp, was);
 
 	sroce_mcast_qp_destroy(qp);
 	/* No engine runs again, no packet holds it, then no timer either. */

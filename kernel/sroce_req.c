@@ -25,6 +25,7 @@
 
 #include "sroce.h"
 #include "sroce_pkt.h"
+#include "sroce_trace.h"
 
 #define SROCE_REQ_WINDOW	128	/* unacknowledged PSNs in flight */
 #define SROCE_REQ_ACK_EVERY	32	/* packets between AckReqs */
@@ -956,12 +957,15 @@ static void sroce_req_probe_answered(struct sroce_qp *qp, u32 una)
 	if (sroce_psn_diff(una, req->psn) <= 0)
 		return;
 	if (sroce_psn_diff(req->undo_psn, una) > 0) {
+		trace_sroce_req_rewind(qp, req->psn, req->undo_psn,
+				       SROCE_REWIND_RESUME);
 		req->index = req->undo_index;
 		req->offset = req->undo_offset;
 		req->psn = req->undo_psn;
 	} else {
 		/* Acknowledged even past that: from una (a rewind). */
 		qp->comp.rewind = true;
+		qp->comp.rewind_why = SROCE_REWIND_PROBE_PAST;
 	}
 }
 
@@ -1009,6 +1013,7 @@ static bool sroce_req_sync(struct sroce_qp *qp, u32 *una, u32 *rd_atomic)
 				psn = sroce_psn_add(psn, m->resp_off / qp->mtu);
 			else if (sroce_psn_diff(comp->una, m->first_psn) > 0)
 				psn = comp->una;
+			trace_sroce_req_rewind(qp, req->psn, psn, comp->rewind_why);
 			req->index = qp->sq.cons;
 			req->psn = psn;
 			/* Within the message, whatever the PSNs say. */

@@ -38,6 +38,7 @@
 
 #include "sroce.h"
 #include "sroce_pkt.h"
+#include "sroce_trace.h"
 
 #define SROCE_RESP_TX_BUDGET	64
 
@@ -234,14 +235,34 @@ static void sroce_resp_queue_ack(struct sroce_qp *qp, u8 syndrome, u32 psn)
 	tx->msn = resp->msn;
 }
 
+/*
+ * NAK request @pkt: a sequence NAK names the PSN expected (the one
+ * missing), an error NAK the request's own.
+ */
 static void sroce_resp_nak(struct sroce_qp *qp, enum sroce_nak_code code,
-			   u32 psn)
+			   const struct sroce_pkt *pkt)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	bool seq = code == SROCE_NAK_PSN_SEQ_ERR;
 
-	sroce_count(sdev, code == SROCE_NAK_PSN_SEQ_ERR ?
-		    SROCE_CNT_SEQ_NAK_SENT : SROCE_CNT_ERR_NAK_SENT, 1);
-	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_NAK, code), psn);
+	trace_sroce_nak_sent(qp, code, pkt->psn);
+	sroce_count(sdev, seq ? SROCE_CNT_SEQ_NAK_SENT : SROCE_CNT_ERR_NAK_SENT,
+		    1);
+	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_NAK, code),
+			     seq ? qp->resp.psn : pkt->psn);
+}
+
+/* Queue an RNR NAK for @pkt: nothing to receive it into yet (@odp: a page). */
+static void sroce_resp_rnr_nak(struct sroce_qp *qp, const struct sroce_pkt *pkt,
+			       bool odp)
+{
+	u8 timer = qp->attr.min_rnr_timer;
+
+	trace_sroce_rnr_nak_sent(qp, pkt->psn, timer,
+				 sroce_rnr_timer_usecs(timer), odp);
+	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RNR_NAK_SENT, 1);
+	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK, timer),
+			     pkt->psn);
 }
 
 /* Receive WQEs -------------------------------------------------------- */
@@ -303,10 +324,7 @@ static u32 sroce_resp_no_rwqe(struct sroce_qp *qp,
 		qp->resp.msg = SROCE_RESP_DROP;
 		return 0;
 	}
-	sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
-	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK,
-						     qp->attr.min_rnr_timer),
-			     pkt->psn);
+	sroce_resp_rnr_nak(qp, pkt, false);
 	return SROCE_RESP_KICK;
 }
 
@@ -395,10 +413,7 @@ static u32 sroce_resp_odp_wait(struct sroce_qp *qp,
 		return 0;
 	}
 	sroce_count(sdev, SROCE_CNT_ODP_RNR_NAK_SENT, 1);
-	sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT, 1);
-	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK,
-						     qp->attr.min_rnr_timer),
-			     pkt->psn);
+	sroce_resp_rnr_nak(qp, pkt, true);
 	return SROCE_RESP_KICK;
 }
 
@@ -486,7 +501,7 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 		return sroce_resp_odp_wait(qp, pkt);
 	if (status != IB_WC_SUCCESS) {
 		sroce_resp_complete_error(qp, status);
-		sroce_resp_nak(qp, sroce_scatter_nak_code(status), pkt->psn);
+		sroce_resp_nak(qp, sroce_scatter_nak_code(status), pkt);
 		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 	}
 	resp->offset += pkt->paylen;
@@ -506,7 +521,7 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 		/* Remote invalidation: a FAST MR or type 2 window. */
 		if (sroce_key_invalidate(qp, pkt->inv_rkey, true)) {
 			sroce_resp_complete_error(qp, IB_WC_LOC_PROT_ERR);
-			sroce_resp_nak(qp, SROCE_NAK_REM_OP_ERR, pkt->psn);
+			sroce_resp_nak(qp, SROCE_NAK_REM_OP_ERR, pkt);
 			return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 		}
 		cqe.wc_flags |= SROCE_WC_F_WITH_INV;
@@ -544,7 +559,7 @@ static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 	if (pkt->paylen > resp->resid ||
 	    ((pkt->mask & SROCE_M_END) && pkt->paylen != resp->resid)) {
-		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
+		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt);
 		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 	}
 	/* WRITE with immediate consumes a receive WQE: have one first. */
@@ -592,7 +607,7 @@ access_error:
 		resp->msg = SROCE_RESP_DROP;
 		return 0;
 	}
-	sroce_resp_nak(qp, SROCE_NAK_REM_ACCESS, pkt->psn);
+	sroce_resp_nak(qp, SROCE_NAK_REM_ACCESS, pkt);
 	return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 }
 
@@ -677,7 +692,7 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 	int err;
 
 	if (atomic && (pkt->va & 7)) {
-		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
+		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt);
 		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 	}
 	if (!(qp->attr.access & access))
@@ -691,7 +706,7 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 		/* More outstanding than max_dest_rd_atomic allows. */
 		if (mr)
 			sroce_mr_put(mr);
-		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
+		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt);
 		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 	}
 	/* ODP: a READ is answered from pages that are there. */
@@ -721,7 +736,7 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 	return SROCE_RESP_KICK;
 
 access_error:
-	sroce_resp_nak(qp, SROCE_NAK_REM_ACCESS, pkt->psn);
+	sroce_resp_nak(qp, SROCE_NAK_REM_ACCESS, pkt);
 	return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 }
 
@@ -824,7 +839,7 @@ static u32 sroce_resp_flush_write(struct sroce_qp *qp, struct sk_buff *skb,
 	return SROCE_RESP_KICK;
 
 nak:
-	sroce_resp_nak(qp, nak, pkt->psn);
+	sroce_resp_nak(qp, nak, pkt);
 	return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 }
 
@@ -948,7 +963,7 @@ static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
 			resp->msg = SROCE_RESP_DROP;
 			return 0;
 		}
-		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt->psn);
+		sroce_resp_nak(qp, SROCE_NAK_INVALID_REQ, pkt);
 		return SROCE_RESP_KICK | SROCE_RESP_ERROR;
 	}
 	if (pkt->mask & (SROCE_M_READ | SROCE_M_ATOMIC))
@@ -990,7 +1005,7 @@ static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 		if (resp->nak_sent)
 			return 0;
 		resp->nak_sent = true;
-		sroce_resp_nak(qp, SROCE_NAK_PSN_SEQ_ERR, resp->psn);
+		sroce_resp_nak(qp, SROCE_NAK_PSN_SEQ_ERR, pkt);
 		return SROCE_RESP_KICK;
 	}
 	resp->nak_sent = false;
