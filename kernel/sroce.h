@@ -982,7 +982,7 @@ void sroce_cc_rcv(struct sroce_qp *qp, const struct sk_buff *skb,
 void sroce_cc_cnp_rcv(struct sroce_qp *qp);
 bool sroce_cc_may_send(struct sroce_qp *qp);
 bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen);
-u32 sroce_cc_rate_kbps(struct sroce_qp *qp);
+void sroce_cc_res(struct sroce_qp *qp, u32 *rate, u32 *target, u32 *alpha);
 void sroce_cc_qp_init(struct sroce_qp *qp);
 void sroce_cc_qp_start(struct sroce_qp *qp);
 void sroce_cc_qp_stop(struct sroce_qp *qp);

@@ -64,6 +64,7 @@
 
 #include "sroce.h"
 #include "sroce_pkt.h"
+#include "sroce_trace.h"
 
 /* How deep the bucket is, in time at the current rate. */
 #define SROCE_CC_BURST_NS	(2 * NSEC_PER_MSEC)
@@ -190,6 +191,7 @@ static void sroce_cc_set_rate(struct sroce_qp *qp, u32 rc, u32 rt)
 
 	cc->rc_kbps = rc;
 	cc->rt_kbps = rt;
+	trace_sroce_cc_rate(qp, rc, rt, cc->alpha, cc->limited);
 }
 
 /*
@@ -336,11 +338,11 @@ static void sroce_cc_limit(struct sroce_qp *qp, u64 now)
 	rc = first ?: sroce_cc_measured_kbps(qp, now);
 	if (!rc || rc > cc->max_kbps)
 		rc = cc->max_kbps;
+	WRITE_ONCE(cc->limited, true);
 	sroce_cc_set_rate(qp, rc, rc);
 	cc->tokens = 0;
 	cc->tokens_ns = now;
 	cc->increased = true;
-	WRITE_ONCE(cc->limited, true);
 }
 
 /* Under cc.lock: the cut of one CNP. */
@@ -402,6 +404,7 @@ void sroce_cc_cnp_rcv(struct sroce_qp *qp)
 		arm = true;
 	}
 	spin_unlock_irqrestore(&cc->lock, flags);
+	trace_sroce_cnp_rcvd(qp, arm);
 	if (arm)
 		sroce_cc_arm_increase(qp);
 }
@@ -507,14 +510,22 @@ bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen)
 }
 
 /**
- * sroce_cc_rate_kbps - a QP's current rate (resource details)
+ * sroce_cc_res - a QP's rate state for its resource details
  * @qp: the QP
- *
- * Return: Rc in kb/s, or 0 while the QP is not rate-limited.
+ * @rate: Rc in kb/s, 0 while the QP is not rate-limited
+ * @target: Rt in kb/s, 0 likewise
+ * @alpha: DCQCN's alpha (1024 = 1) as of its last update
  */
-u32 sroce_cc_rate_kbps(struct sroce_qp *qp)
+void sroce_cc_res(struct sroce_qp *qp, u32 *rate, u32 *target, u32 *alpha)
 {
-	return READ_ONCE(qp->cc.limited) ? READ_ONCE(qp->cc.rc_kbps) : 0;
+	struct sroce_cc_qp *cc = &qp->cc;
+	unsigned long flags;
+
+	spin_lock_irqsave(&cc->lock, flags);
+	*rate = cc->limited ? cc->rc_kbps : 0;
+	*target = cc->limited ? cc->rt_kbps : 0;
+	*alpha = cc->alpha;
+	spin_unlock_irqrestore(&cc->lock, flags);
 }
 
 /* Notification point ------------------------------------------------ */
@@ -556,6 +567,7 @@ static void sroce_cc_send_cnp(struct sroce_qp *qp, struct sroce_av *av,
 	if (!sroce_net_xmit(sdev, av, &qp->dst_cache, skb, hdr_len,
 			    qp->src_port, NULL)) {
 		sroce_count(sdev, SROCE_CNT_NP_CNP_SENT, 1);
+		trace_sroce_cnp_sent(qp, dqpn);
 	}
 }
 

@@ -518,6 +518,78 @@ TRACE_EVENT(sroce_odp_fault,
 		  (unsigned long long)__entry->ns)
 );
 
+/*
+ * Congestion control (sroce_cc.c). The notification point sent a CNP for
+ * a CE-marked packet to @qp, to its peer QP @dqpn.
+ */
+TRACE_EVENT(sroce_cnp_sent,
+	TP_PROTO(const struct sroce_qp *qp, u32 dqpn),
+	TP_ARGS(qp, dqpn),
+	TP_STRUCT__entry(
+		SROCE_TP_DEV
+		__field(u32, qpn)
+		__field(u32, dqpn)
+	),
+	TP_fast_assign(
+		SROCE_TP_DEV_SET(qp->ibqp.device);
+		__entry->qpn = qp->qpn;
+		__entry->dqpn = dqpn;
+	),
+	TP_printk("%s qpn %u CNP to qpn %u", __entry->dev, __entry->qpn,
+		  __entry->dqpn)
+);
+
+/*
+ * A CNP for @qp arrived and its reaction point handled it; @cut: it cut
+ * the rate (else it only counted for alpha: within the monitor period).
+ */
+TRACE_EVENT(sroce_cnp_rcvd,
+	TP_PROTO(const struct sroce_qp *qp, bool cut),
+	TP_ARGS(qp, cut),
+	TP_STRUCT__entry(
+		SROCE_TP_DEV
+		__field(u32, qpn)
+		__field(u8, cut)
+	),
+	TP_fast_assign(
+		SROCE_TP_DEV_SET(qp->ibqp.device);
+		__entry->qpn = qp->qpn;
+		__entry->cut = cut;
+	),
+	TP_printk("%s qpn %u CNP%s", __entry->dev, __entry->qpn,
+		  __entry->cut ? " rate cut" : "")
+);
+
+/*
+ * @qp's DCQCN rates changed: current @rc and target @rt in kb/s, @alpha in
+ * 1/1024; !@limited: back at the maximum, the pacer out of the path. Under
+ * qp->cc.lock.
+ */
+TRACE_EVENT(sroce_cc_rate,
+	TP_PROTO(const struct sroce_qp *qp, u32 rc, u32 rt, u32 alpha,
+		 bool limited),
+	TP_ARGS(qp, rc, rt, alpha, limited),
+	TP_STRUCT__entry(
+		SROCE_TP_DEV
+		__field(u32, qpn)
+		__field(u32, rc)
+		__field(u32, rt)
+		__field(u32, alpha)
+		__field(u8, limited)
+	),
+	TP_fast_assign(
+		SROCE_TP_DEV_SET(qp->ibqp.device);
+		__entry->qpn = qp->qpn;
+		__entry->rc = rc;
+		__entry->rt = rt;
+		__entry->alpha = alpha;
+		__entry->limited = limited;
+	),
+	TP_printk("%s qpn %u rate %u kb/s target %u kb/s alpha %u/1024%s",
+		  __entry->dev, __entry->qpn, __entry->rc, __entry->rt,
+		  __entry->alpha, __entry->limited ? "" : " unlimited")
+);
+
 #endif /* SROCE_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

@@ -44,7 +44,7 @@ TRACEFS=/sys/kernel/tracing
 export INST=$TRACEFS/instances/sroce57
 RUN=$SROCE_PAIR_DIR/trace
 PY=/usr/bin/python3
-EVENTS="sroce_cqe_error sroce_nak_rcvd sroce_nak_sent sroce_odp_fault sroce_qp_create
+EVENTS="sroce_cc_rate sroce_cnp_rcvd sroce_cnp_sent sroce_cqe_error sroce_nak_rcvd sroce_nak_sent sroce_odp_fault sroce_qp_create
 sroce_qp_destroy sroce_qp_state sroce_req_rewind sroce_retrans_timeout sroce_rnr_backoff
 sroce_rnr_nak_sent"
 
@@ -242,7 +242,7 @@ tap_eq "tracefs lists the sroce events" \
 	"$(find "$TRACEFS/events/sroce" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' |
 		LC_ALL=C sort | xargs)" "$(xargs <<<"$EVENTS")"
 tap_check "their format files print numbers, no enum names (perf, trace-cmd decode them)" \
-	bash -c "grep -h '^print fmt' $TRACEFS/events/sroce/*/format | wc -l | grep -qx 11 &&
+	bash -c "grep -h '^print fmt' $TRACEFS/events/sroce/*/format | wc -l | grep -qx 14 &&
 		! grep -H '^print fmt' $TRACEFS/events/sroce/*/format | grep -E 'IB_[A-Z]|SROCE_'"
 
 mkdir "$INST" && echo 8192 >"$INST/buffer_size_kb" &&
