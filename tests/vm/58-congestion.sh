@@ -19,9 +19,18 @@
 #     (opcode 0x81, BECN set, P_Key 0xffff, to sroce0's QP) decoded by
 #     tshark with nothing malformed, and every frame's ICRC valid by an
 #     independent computation (tests/vm/roce-icrc.py);
+#   - while the stream is congested, sroce0's QP shows its rate in its
+#     resource details (rdma resource show qp -dd: cc_rate_kbps,
+#     cc_target_kbps, cc_alpha), and the tracepoints sroce_cnp_sent,
+#     sroce_cnp_rcvd and sroce_cc_rate name the stream's QPs;
 #   - with the reaction point off on sroce0, CNPs still arrive and are
 #     counted ignored; the pacer stays out;
-#   - nothing malformed, corrupt or dropped for its ICRC.
+#   - nothing malformed, corrupt or dropped for its ICRC;
+#   - with rdma_rxe (rxe0 on vethA, sroce1 on vethB; rdma_cm): rxe0's
+#     stream sent ECT(0) (-T 2) through the bottleneck gets CNPs from
+#     sroce1, which rxe drops as unknown, and completes; sroce1's stream
+#     to rxe0 through a bottleneck on vethB is marked, rxe0 sends no CNP,
+#     and sroce1's rate stays unlimited (nothing handled, nothing paced).
 # Figures (goodput, fairness, drops per packet) are the bench's
 # ("congestion" table): nothing here is a timing assertion.
 set -uo pipefail
@@ -39,7 +48,7 @@ sroce_reset
 trap cleanup EXIT
 mkdir -p "$CAP"
 
-tap_plan 19
+tap_plan 23
 sroce_two_devices 1500 || tap_bail "cannot set up sroce0/sroce1"
 
 CC=/sys/class/infiniband/sroce0/ports/1/cc
@@ -147,7 +156,8 @@ congested() {
 	shape || return 1
 	declare -gA B0 B1
 	for c in np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled \
-		rp_cnp_ignored rp_paced_waits retransmitted_packets rx_drop_icrc; do
+		rp_cnp_ignored rp_paced_waits retransmitted_packets rx_drop_icrc \
+		rx_drop_no_qp; do
 		B0[$c]=$(c0 $c)
 		B1[$c]=$(c1 $c)
 	done
@@ -164,6 +174,16 @@ congested() {
 	echo "RED marked $RED_MARKED dropped $RED_DROPS; sroce1 CE $D1_np_ecn_marked_roce_packets CNPs sent $D1_np_cnp_sent; sroce0 CNPs handled $D0_rp_cnp_handled ignored $D0_rp_cnp_ignored paced $D0_rp_paced_waits resent $D0_retransmitted_packets"
 }
 
+TRACEFS=/sys/kernel/tracing
+INST=$TRACEFS/instances/sroce58
+mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS"
+mkdir -p "$INST" && echo 4096 >"$INST/buffer_size_kb" &&
+	for e in sroce_cnp_sent sroce_cnp_rcvd sroce_cc_rate; do
+		echo 1 >"$INST/events/sroce/$e/enable"
+	done || tap_diag "trace instance $INST"
+# Resource details of sroce0's QPs 4 s into the congested stream.
+(sleep 5; rdma -dd resource show qp link sroce0/1 >"$CAP/res.txt" 2>&1) &
+RES_PID=$!
 capture_start nsB vethB "$CAP/cong.pcap" \
 	"udp port 4791 and (ip[1] & 3 == 3 or udp[8] == 0x81)" ||
 	tap_diag "capture did not start"
@@ -180,8 +200,9 @@ tap_check "CC on: 64 KiB ib_write_bw through the 100 Mbit/s bottleneck completes
 tap_check "CC on: RED marks CE, sroce1 counts the marks and answers with CNPs" \
 	test "$RED_MARKED" -gt 0 -a "$D1_np_ecn_marked_roce_packets" -gt 0 \
 	-a "$D1_np_cnp_sent" -gt 0 -a "$D1_np_cnp_sent" -le "$D1_np_ecn_marked_roce_packets"
-tap_eq "CC on: sroce0 handles every CNP sroce1 sent, ignores none" \
-	"$D0_rp_cnp_handled $D0_rp_cnp_ignored" "$D1_np_cnp_sent 0"
+# (A CNP that comes after the stream's QP is gone is counted no-QP.)
+tap_eq "CC on: sroce0 handles every CNP sroce1 sent (but those for a QP already gone), ignores none" \
+	"$((D0_rp_cnp_handled + D0_rx_drop_no_qp)) $D0_rp_cnp_ignored" "$D1_np_cnp_sent 0"
 tap_check "CC on: sroce0's pacer held the QP" test "$D0_rp_paced_waits" -gt 0
 
 set_cc enable=0
@@ -197,6 +218,28 @@ tap_check "CC off: sroce0 resends more than with CC on ($ON_RESENT)" \
 	test "$D0_retransmitted_packets" -gt "$ON_RESENT"
 set_cc enable=1
 
+wait "$RES_PID"
+for e in sroce_cnp_sent sroce_cnp_rcvd sroce_cc_rate; do
+	echo 0 >"$INST/events/sroce/$e/enable"
+done
+cat "$INST/trace" >"$CAP/trace.txt"
+rmdir "$INST"
+QPD=$((QPN))
+res_rate() {
+	grep -E "lqpn $QPD .*cc_rate_kbps" "$CAP/res.txt" | head -n 1 |
+		sed -E 's/.*(cc_rate_kbps [0-9]+ cc_target_kbps [0-9]+ cc_alpha [0-9]+).*/\1/' |
+		tee /dev/stderr | awk '{ exit !($2 > 0 && $4 >= $2 && $6 <= 1024) }'
+}
+tap_check "resource details: the congested QP $QPN shows its rate (cc_rate_kbps > 0, target >= rate, alpha)" res_rate
+traced() {
+	local s r c
+	s=$(grep -c "sroce_cnp_sent: sroce1 qpn [0-9]* CNP to qpn $QPD\$" "$CAP/trace.txt")
+	r=$(grep -c "sroce_cnp_rcvd: sroce0 qpn $QPD CNP" "$CAP/trace.txt")
+	c=$(grep -c "sroce_cc_rate: sroce0 qpn $QPD rate [0-9]* kb/s" "$CAP/trace.txt")
+	echo "events: cnp_sent $s cnp_rcvd $r cc_rate $c"
+	[ "$s" -gt 0 ] && [ "$r" -gt 0 ] && [ "$c" -gt 0 ]
+}
+tap_check "tracepoints: CNPs sent to QP $QPN, received by it, its rate changes" traced
 tap_check "capture of the congested stream: everything the filter took written" \
 	test "$CAP_RC" = 0
 ce_data() {
@@ -217,10 +260,67 @@ echo 0 >"$CC/rp_enable"
 congested >"$CAP/rpoff.txt" 2>&1
 cat "$CAP/rpoff.txt"
 tap_check "reaction point off on sroce0: its CNPs counted ignored, none handled, no pacing" \
-	test "$PERF_RC" = 0 -a "$D1_np_cnp_sent" -gt 0 -a "$D0_rp_cnp_ignored" = "$D1_np_cnp_sent" \
+	test "$PERF_RC" = 0 -a "$D1_np_cnp_sent" -gt 0 \
+	-a $((D0_rp_cnp_ignored + D0_rx_drop_no_qp)) = "$D1_np_cnp_sent" \
 	-a "$D0_rp_cnp_handled" = 0 -a "$D0_rp_paced_waits" = 0
 echo 1 >"$CC/rp_enable"
 ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
 
 tap_check "nothing malformed, corrupt or unrouted" sroce_nothing_malformed
+
+# With rdma_rxe ----------------------------------------------------------
+sroce_reset
+sroce_rxe_pair || tap_bail "set-up: rxe0 on vethA, sroce1 in nsB"
+RXE_NS=(); [ "$SROCE_RXE_NS" = - ] || RXE_NS=(ip netns exec "$SROCE_RXE_NS")
+# shape_on NSEXEC DEV: the bottleneck of shape() on DEV.
+shape_on() {
+	local dev=$1 t
+	shift
+	t=("$@" tc)
+	"${t[@]}" qdisc del dev "$dev" root 2>/dev/null
+	"${t[@]}" qdisc add dev "$dev" root handle 1: htb default 20 r2q 100 &&
+	"${t[@]}" class add dev "$dev" parent 1: classid 1:10 htb rate 100mbit ceil 100mbit &&
+	"${t[@]}" class add dev "$dev" parent 1: classid 1:20 htb rate 10gbit &&
+	"${t[@]}" qdisc add dev "$dev" parent 1:10 handle 10: red limit 400000 \
+		min 30000 max 90000 avpkt 1100 burst 55 probability 0.1 \
+		bandwidth 100mbit ecn &&
+	"${t[@]}" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
+		match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:10
+}
+# marked_on NSEXEC DEV: RED's CE marks on DEV.
+marked_on() {
+	local dev=$1
+	shift
+	"$@" tc -s qdisc show dev "$dev" | sed -n 's/.* marked \([0-9]*\).*/\1/p' | head -n 1
+}
+from_rxe() {
+	local cnp0 m
+	shape_on vethA "${RXE_NS[@]}" || return 1
+	cnp0=$(c1 np_cnp_sent)
+	sroce_cm_pair nsB "$SROCE_RXE_NS" 18515 \
+		ib_write_bw -d sroce1 -R -F -s 16384 -n 3000 -- \
+		ib_write_bw -d rxe0 -R -T 2 -F -s 16384 -n 3000 10.77.0.2 ||
+		{ sroce_nothing_malformed sroce1; "${RXE_NS[@]}" tc -s qdisc show dev vethA; return 1; }
+	grep -A1 '#bytes' "$SROCE_PAIR_DIR/client" | tail -n 1
+	m=$(marked_on vethA "${RXE_NS[@]}")
+	echo "RED marked $m; sroce1 sent $(($(c1 np_cnp_sent) - cnp0)) CNPs to rxe0"
+	"${RXE_NS[@]}" tc qdisc del dev vethA root
+	[ "$m" -gt 0 ] && [ "$(c1 np_cnp_sent)" -gt "$cnp0" ]
+}
+tap_check "rxe0 -> sroce1, ECT(0) through the bottleneck: sroce1 sends CNPs, rxe0's stream completes" from_rxe
+to_rxe() {
+	local h0 p0 m
+	shape_on vethB ip netns exec nsB || return 1
+	h0=$(c1 rp_cnp_handled) p0=$(c1 rp_paced_waits)
+	sroce_cm_pair "$SROCE_RXE_NS" nsB 18515 \
+		ib_write_bw -d rxe0 -R -F -s 16384 -n 3000 -- \
+		ib_write_bw -d sroce1 -R -F -s 16384 -n 3000 10.77.0.1 || return 1
+	grep -A1 '#bytes' "$SROCE_PAIR_DIR/client" | tail -n 1
+	m=$(marked_on vethB ip netns exec nsB)
+	echo "RED marked $m; sroce1 handled $(($(c1 rp_cnp_handled) - h0)) CNPs, paced $(($(c1 rp_paced_waits) - p0))"
+	ip netns exec nsB tc qdisc del dev vethB root
+	[ "$m" -gt 0 ] && [ "$(c1 rp_cnp_handled)" = "$h0" ] &&
+	[ "$(c1 rp_paced_waits)" = "$p0" ] && sroce_clean_from_rxe sroce1
+}
+tap_check "sroce1 -> rxe0, marked: no CNP comes back, sroce1's rate untouched" to_rxe
 tap_done
