@@ -33,6 +33,7 @@
 #     and sroce1's rate stays unlimited (nothing handled, nothing paced).
 # Figures (goodput, fairness, drops per packet) are the bench's
 # ("congestion" table): nothing here is a timing assertion.
+# run-all-timeout: 900
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
