@@ -19,6 +19,10 @@
 #          guest's latency floor and its stalls (build/bench/sroce_pingpong)
 #   crc    CRC-32 per byte three ways, and memcpy, over packet-sized
 #          buffers (build/bench/sroce_crc): the ICRC's share of the cost
+#   congestion  at the first MTU: N 64 KiB ib_write_bw flows (4, and 8
+#          in a full run) through an HTB + RED ecn bottleneck on vethA, CC on
+#          and off, against N iperf3 streams, with a latency QP beside them
+#          (see "congestion" below)
 #   mpi    build/tests/sroce_mpi --bench, two ranks on two "hosts" (nsA,
 #          nsB: sroce_mpirun_hosts), over sroce (Open MPI's pml ucx,
 #          UCX_TLS=rc_verbs,ud_verbs,self) and over TCP (pml ob1, btl
@@ -62,11 +66,13 @@ while [ $# -gt 0 ]; do
 done
 
 if ((quick)); then
+	cc_dur=10 cc_nflows=4 cc_lat_iters=1000
 	bw_sizes="64 65536"
 	lat_sizes="8"
 	qps="4"
 	dur=3 lat_iters=500
 else
+	cc_dur=30 cc_nflows="4 8" cc_lat_iters=3000
 	bw_sizes="64 4096 65536 1048576"
 	lat_sizes="8 4096"
 	qps="4 16"
@@ -373,6 +379,142 @@ perftests() {
 	done
 }
 
+# ---- congestion (issue 23) ---------------------------------------------
+
+# A bottleneck on vethA (nsA's egress): an HTB class of cc_rate Mbit/s for
+# RoCE (UDP 4791) and iperf3 (TCP 5201) with a RED leaf that marks
+# ECN-capable packets CE and drops the others; everything else (perftest's
+# own TCP) unshaped. N flows of 64 KiB ib_write_bw (one QP, one process
+# each) through it for cc_dur seconds, with congestion control on and off,
+# and N iperf3 streams; a fifth QP measures ib_send_lat through the same
+# class meanwhile (and once on its own, the unloaded figure). One raw file
+# per run: raw/cong-MODE-nN-rR.log, its "cong:" line for report.py.
+#
+# The parameters: the notification point's and the reaction point's time
+# constants scaled to this guest's round trip (a millisecond under TCG,
+# microseconds in a data centre), rates to the 100 Mbit/s link (the
+# defaults are for tens of Gb/s). BENCH_CC_PARAMS overrides them.
+cc_rate=${BENCH_CC_RATE:-100}
+cc_params=${BENCH_CC_PARAMS:-np_min_time_between_cnps=1000 rp_rate_reduce_monitor_period=1000 rp_dce_tcp_rtt=1000 rp_time_reset=2000 rp_ai_rate=1 rp_hai_rate=5}
+cc_port=18600
+
+cc_shape() {
+	local t=(ip netns exec nsA tc) r=${cc_rate}mbit
+	"${t[@]}" qdisc del dev vethA root 2>/dev/null
+	"${t[@]}" qdisc add dev vethA root handle 1: htb default 20 r2q 100 &&
+	"${t[@]}" class add dev vethA parent 1: classid 1:10 htb rate "$r" ceil "$r" &&
+	"${t[@]}" class add dev vethA parent 1: classid 1:20 htb rate 10gbit &&
+	"${t[@]}" qdisc add dev vethA parent 1:10 handle 10: red limit 400000 \
+		min 30000 max 90000 avpkt 1100 burst 55 probability 0.1 \
+		bandwidth "$r" ecn &&
+	"${t[@]}" filter add dev vethA parent 1: protocol ip prio 1 u32 \
+		match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:10 &&
+	"${t[@]}" filter add dev vethA parent 1: protocol ip prio 2 u32 \
+		match ip dport 5201 0xffff flowid 1:10
+}
+
+# cc_set on|off: congestion control of both devices, with cc_params.
+cc_set() {
+	local d kv en=1
+	[ "$1" = off ] && en=0
+	for d in sroce0 sroce1; do
+		echo "$en" >"/sys/class/infiniband/$d/ports/1/cc/enable" || return 1
+		for kv in $cc_params; do
+			echo "${kv#*=}" >"/sys/class/infiniband/$d/ports/1/cc/${kv%%=*}" || return 1
+		done
+	done
+}
+
+# RED's figures: "sent PACKETS dropped N marked M".
+cc_red() {
+	ip netns exec nsA tc -s qdisc show dev vethA | awk '
+		/^qdisc red/ { red = 1 }
+		red && / Sent / { for (i = 1; i <= NF; i++) if ($i == "pkt") p = $(i - 1)
+			sub(/.*dropped /, ""); sub(/,.*/, ""); d = $0 }
+		red && /marked/ { for (i = 1; i <= NF; i++) if ($i == "marked") m = $(i + 1)
+			print "sent " p " dropped " d " marked " m; exit }'
+}
+
+# cc_lat ITERS PORT OUT: ib_send_lat through the bottleneck; its p99 (us).
+cc_lat() {
+	ip netns exec nsB timeout 120 ib_send_lat -d sroce1 -x "$GID_B" -F -s 64 \
+		-n "$1" -p "$2" >"$3.srv" 2>&1 &
+	vm_wait_listen -n nsB "$2" 30
+	ip netns exec nsA timeout 120 ib_send_lat -d sroce0 -x "$GID_A" -F -s 64 \
+		-n "$1" -p "$2" "$IP_B" >"$3" 2>&1
+	wait
+	awk '/^ *64 +[0-9]+ / { print $8 }' "$3" | tail -n 1
+}
+
+# cc_flows on|off N ROUND: N RDMA flows (and the latency QP).
+cc_flows() {
+	local mode=$1 n=$2 r=$3 f i pids=() c0 c1 lat bw=()
+	f=$raw/cong-$mode-n$n-r$r.log
+	cc_set "$mode" && cc_shape || { log "congestion set-up failed"; return 1; }
+	c0=$(counters)
+	for ((i = 0; i < n; i++)); do
+		ip netns exec nsB timeout $((cc_dur + 60)) ib_write_bw -d sroce1 \
+			-x "$GID_B" -F -s 65536 -D "$cc_dur" -p $((cc_port + i)) \
+			>"/tmp/cc-s$i" 2>&1 &
+	done
+	for ((i = 0; i < n; i++)); do vm_wait_listen -n nsB $((cc_port + i)) 30; done
+	for ((i = 0; i < n; i++)); do
+		ip netns exec nsA timeout $((cc_dur + 60)) ib_write_bw -d sroce0 \
+			-x "$GID_A" -F -s 65536 -D "$cc_dur" -p $((cc_port + i)) "$IP_B" \
+			>"/tmp/cc-c$i" 2>&1 &
+		pids+=($!)
+	done
+	sleep 3
+	lat=$(cc_lat "$cc_lat_iters" $((cc_port + 50)) /tmp/cc-lat)
+	wait "${pids[@]}"
+	wait
+	c1=$(counters)
+	for ((i = 0; i < n; i++)); do
+		bw+=("$(awk '/^ *65536 +[0-9]+ / { print $4 }' "/tmp/cc-c$i" | tail -n 1)")
+	done
+	{
+		echo "# c0=$c0"
+		echo "# c1=$c1"
+		echo "cong: mode $mode flows $n rate_mbit $cc_rate dur $cc_dur $(cc_red) lat_p99_us ${lat:-nan} lat_idle_p99_us ${cc_idle_lat:-nan} flow_mibs $(IFS=,; echo "${bw[*]:-nan}")"
+		echo "# params: $cc_params"
+	} >"$f"
+	log "congestion $mode, $n flows, round $r: $(grep '^cong:' "$f")"
+}
+
+# cc_tcp N ROUND: N iperf3 streams through the bottleneck.
+cc_tcp() {
+	local n=$1 r=$2 f spid
+	f=$raw/cong-tcp-n$n-r$r.log
+	cc_shape || return 1
+	ip netns exec nsB iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	spid=$!
+	vm_wait_listen -n nsB 5201 30
+	ip netns exec nsA timeout $((cc_dur + 60)) iperf3 -c "$IP_B" -p 5201 \
+		-P "$n" -t "$cc_dur" -O 1 -J >/tmp/cc-tcp.json 2>&1
+	wait "$spid"
+	{
+		echo "cong: mode tcp flows $n rate_mbit $cc_rate dur $cc_dur $(cc_red)"
+		cat /tmp/cc-tcp.json
+	} >"$f"
+	log "congestion tcp, $n streams, round $r: $(grep '^cong:' "$f")"
+}
+
+# One round of the congestion figures (sroce set up in the namespaces).
+congestion() {
+	local r=$1 n
+	cc_shape || return 1
+	cc_set on
+	cc_idle_lat=$(cc_lat "$cc_lat_iters" $((cc_port + 50)) /tmp/cc-idle)
+	for n in $cc_nflows; do
+		cc_flows on "$n" "$r"
+		cc_flows off "$n" "$r"
+		cc_tcp "$n" "$r"
+	done
+	cc_set on
+	ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
+	true
+}
+
 # ---- main ---------------------------------------------------------------
 
 if [ -n "$profile" ]; then
@@ -402,6 +544,7 @@ for mtu in $mtus; do
 			if [ -z "$profile" ]; then
 				mpi_bench sroce "$mtu" "$r"
 				mpi_bench tcp "$mtu" "$r"
+				[ "$mtu" != "${mtus%% *}" ] || congestion "$r"
 			fi
 		else
 			log "sroce set-up failed (mtu $mtu round $r)"

@@ -281,6 +281,121 @@ def mpi_table(raw_dir):
     return '\n'.join(out) + '\n'
 
 
+CONG_LINE = re.compile(r'^cong: (.*)$', re.M)
+CONG_NAME = re.compile(r'^cong-(on|off|tcp)-n(\d+)-r\d+\.log$')
+
+
+def jain(xs):
+    """Jain's fairness index of the flows' rates (1: all equal)."""
+    if not xs or not sum(xs):
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def parse_cong(text):
+    """A congestion run (tools/bench/guest.sh cc_flows/cc_tcp) -> its figures.
+
+    goodput MiB/s (payload, all flows), % of R (the bottleneck's rate),
+    Jain's index over the flows, drop % (RED's drops of what reached it),
+    resent % (RDMA: retransmitted packets of tx_packets; TCP: iperf3's
+    retransmits of its segments), latency p99 under load and unloaded.
+    """
+    m = CONG_LINE.search(text)
+    if not m:
+        return None
+    f = m.group(1).split()
+    kv = dict(zip(f[0::2], f[1::2]))
+    try:
+        rate = float(kv['rate_mbit'])
+        sent, dropped = int(kv['sent']), int(kv['dropped'])
+    except (KeyError, ValueError):
+        return None
+    r = {'mode': kv.get('mode'), 'flows': int(kv.get('flows', 0)),
+         'drop %': 100.0 * dropped / (sent + dropped) if sent + dropped else None,
+         'marked': int(kv['marked']) if kv.get('marked', '').isdigit() else None}
+    if kv.get('mode') == 'tcp':
+        start = text.find('{')
+        try:
+            j = json.loads(text[start:]) if start >= 0 else {}
+        except ValueError:
+            return None
+        end = j.get('end', {})
+        flows = [st['receiver']['bits_per_second'] / 8 / MIB
+                 for st in end.get('streams', []) if 'receiver' in st]
+        sent_b = end.get('sum_sent', {}).get('bytes')
+        retx = end.get('sum_sent', {}).get('retransmits')
+        r['resent %'] = 100.0 * retx / (sent_b / 1448) if retx is not None and sent_b else None
+    else:
+        try:
+            flows = [float(x) for x in kv.get('flow_mibs', '').split(',')]
+        except ValueError:
+            return None
+        c0 = c1 = {}
+        h = parse_header(text.splitlines())
+        if 'c0' in h and 'c1' in h:
+            c0, c1 = parse_counters(h['c0']), parse_counters(h['c1'])
+        key_tx, key_rt = ('sroce0', 'tx_packets'), ('sroce0', 'retransmitted_packets')
+        if key_tx in c0 and key_tx in c1 and c1[key_tx] > c0[key_tx]:
+            r['resent %'] = 100.0 * (c1[key_rt] - c0[key_rt]) / (c1[key_tx] - c0[key_tx])
+        for k in ('lat_p99_us', 'lat_idle_p99_us'):
+            try:
+                r[k] = float(kv[k])
+            except (KeyError, ValueError):
+                r[k] = None
+        if r.get('lat_p99_us') and r.get('lat_idle_p99_us'):
+            r['lat x idle'] = r['lat_p99_us'] / r['lat_idle_p99_us']
+    if not flows or any(x != x for x in flows):
+        return None
+    r['goodput'] = sum(flows)
+    r['% of R'] = 100.0 * sum(flows) * MIB * 8 / (rate * 1e6)
+    r['jain'] = jain(flows)
+    r['rate_mbit'] = rate
+    return r
+
+
+def cong_table(raw_dir):
+    """The congestion figures, median over the rounds."""
+    per = {}
+    rate = None
+    for name in sorted(os.listdir(raw_dir)):
+        n = CONG_NAME.match(name)
+        if not n:
+            continue
+        with open(os.path.join(raw_dir, name), encoding='utf-8', errors='replace') as f:
+            r = parse_cong(f.read())
+        if not r:
+            continue
+        rate = r['rate_mbit']
+        for k, v in r.items():
+            if isinstance(v, (int, float)) and v is not None:
+                per.setdefault((int(n.group(2)), n.group(1), k), []).append(v)
+    if not per:
+        return ''
+    cols = (('goodput', 'MiB/s', 2), ('% of R', '%', 1), ('jain', '', 3),
+            ('drop %', '%', 3), ('resent %', '%', 3), ('lat_p99_us', 'us', 0),
+            ('lat x idle', 'x', 2))
+    names = {'on': 'sroce, CC on', 'off': 'sroce, CC off', 'tcp': 'TCP (iperf3 -P N)'}
+    body = []
+    for nflows in sorted({k[0] for k in per}):
+        for mode in ('on', 'off', 'tcp'):
+            if not any(k[0] == nflows and k[1] == mode for k in per):
+                continue
+            row = [f'{nflows} flows, {names[mode]}']
+            for k, _, d in cols:
+                v = per.get((nflows, mode, k))
+                row.append(f'{statistics.median(v):.{d}f}' if v else '-')
+            body.append(tuple(row))
+    out = render(f'Congestion: N flows of 64 KiB ib_write_bw (or TCP streams) through a '
+                 f'{rate:g} Mbit/s bottleneck (HTB + RED ecn), one guest',
+                 ('', 'goodput MiB/s', '% of R', 'Jain', 'drops %', 'resent %',
+                  'p99 lat us', 'p99 x unloaded'), body)
+    out.append('Goodput is payload (sroce: 1024 B a packet of 1082 on the wire, at most '
+               '94.6 % of R; TCP: 1448 of 1514).')
+    out.append('Drops: RED\'s, of the packets that reached it. Latency: a fifth QP\'s '
+               'ib_send_lat through the same class, against its p99 alone.')
+    return '\n'.join(out) + '\n'
+
+
 def cpu_s_per_gb(util_fraction, ncpu, mibs):
     if util_fraction is None or not mibs:
         return None
@@ -708,6 +823,9 @@ def report(d, png=True):
     mpi = mpi_table(os.path.join(d, 'raw'))
     if mpi:
         text += '\n' + mpi
+    cong = cong_table(os.path.join(d, 'raw'))
+    if cong:
+        text += '\n' + cong
     total, failed = run_status(os.path.join(d, 'raw'))
     text += f'{total} runs, {len(failed)} without a result (left out)' + (
         ': ' + ', '.join(failed) if failed else '') + '\n'
@@ -764,6 +882,22 @@ def self_test(samples):
     mp = parse_mpi('mpi-bench: lat_us 41.25 bw_mibs 88.5 (2000 and 50 round trips)\n')
     check('mpi-bench line', mp == {'lat_us': 41.25, 'bw_mibs': 88.5})
     check('no mpi-bench line in a failed run', parse_mpi('mpirun: error\n') is None)
+    co = parse_cong(read('raw/cong-on-n4-r1.log'))
+    check('congestion, CC on: goodput, share of R, Jain, drops, resent, latency',
+          co and co['goodput'] == 10.0 and abs(co['% of R'] - 10 * MIB * 8 / 1e6) < 1e-9
+          and abs(co['jain'] - 1.0) < 1e-12 and abs(co['drop %'] - 1000 / 100010) < 1e-9
+          and abs(co['resent %'] - 0.2) < 1e-9 and co['lat x idle'] == 2.0)
+    cf = parse_cong(read('raw/cong-off-n4-r1.log'))
+    check('congestion, CC off: an unfair split', cf and abs(cf['jain'] - 36 / 72) < 1e-12
+          and cf['drop %'] == 10.0 and cf['resent %'] == 50.0)
+    ct = parse_cong(read('raw/cong-tcp-n4-r1.log'))
+    check('congestion, TCP: streams from iperf3, its retransmits of its segments',
+          ct and ct['goodput'] == 5.0 and abs(ct['resent %'] - 1.0) < 1e-9
+          and ct['jain'] == 1.0)
+    check('no congestion line, no figures', parse_cong('cong: mode on\n') is None)
+    ctab = cong_table(os.path.join(samples, 'raw'))
+    check('congestion table: a row per mode', '4 flows, sroce, CC on' in ctab
+          and '4 flows, TCP' in ctab and '100 Mbit/s' in ctab)
     mt = mpi_table(os.path.join(samples, 'raw'))
     check('MPI table: medians and ratios to TCP',
           '40.00 [30.00-50.00]' in mt and '2.00x' in mt and '1.50x' in mt)
