@@ -600,8 +600,9 @@ struct sroce_cc_qp {
 	u64 reduce_ns;			/* last cut */
 	s64 tokens;			/* bytes the pacer may send */
 	u64 tokens_ns;
-	u64 tx_bytes;			/* sent, for the first-CNP rate */
-	u64 sample_bytes[2];
+	u64 tx_bytes;			/* sent: the measured rate */
+	u64 first_ns;			/* the first packet's time */
+	u64 sample_bytes[2];		/* the last two stamps */
 	u64 sample_ns[2];
 	u64 cnp_ns;			/* NP: last CNP sent (cmpxchg) */
 };

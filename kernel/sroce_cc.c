@@ -25,11 +25,14 @@
  *  - When Rc is back at the maximum (rp_max_rate, or the netdev's link
  *    speed), the QP is unlimited again: the pacer is out of the path.
  *
- * The first CNP of an unlimited QP starts from its rate: hardware sends at
- * line rate then, so its Rc is the line rate; sroce's QPs send at what
- * the CPU makes of it, far below a veth's or a NIC's nominal speed, so Rc
- * starts at the rate measured over the QP's last megabyte or more (or
- * rp_rate_to_set_on_first_cnp when that is set).
+ * Rc is what the QP sends. Hardware's QPs send at their rate, line rate
+ * while unlimited; sroce's send what the CPU and their window make of it,
+ * often far below a veth's or a NIC's nominal speed and below the rate
+ * they are allowed. So a cut starts from the rate the QP was measured to
+ * send over its last 64 KiB and half a millisecond or more, when that is
+ * lower than Rc (the first CNP of an unlimited QP: unless
+ * rp_rate_to_set_on_first_cnp is set). A cut of a rate the QP does not
+ * reach would change nothing.
  *
  * The pacer is a token bucket in bytes on the wire (headers included),
  * at most SROCE_CC_BURST_NS of the rate deep; the requester asks it
@@ -49,7 +52,8 @@
  *
  * Locking: qp->cc.lock (spinlock, irqsave) guards the rate state and the
  * bucket; the unlimited fast path reads cc.limited without it and only
- * the requester (its task: one at a time) adds to tx_bytes. The CNP stamp
+ * the requester (its task: one at a time) adds to tx_bytes (read with
+ * READ_ONCE) and takes the rate stamps under cc.lock. The CNP stamp
  * of the notification point is claimed with cmpxchg. Nothing else is held
  * while cc.lock is: it is innermost.
  */
@@ -70,8 +74,12 @@
 #define SROCE_CC_BURST_NS	(2 * NSEC_PER_MSEC)
 /* ... and never less than this many full packets. */
 #define SROCE_CC_BURST_PKTS	4
-/* The first-CNP rate is measured over at least this many bytes. */
-#define SROCE_CC_SAMPLE_BYTES	(1U << 20)
+/*
+ * What a QP sends is measured between stamps at least this many bytes
+ * and this long apart (the last two, so over one to two such spans).
+ */
+#define SROCE_CC_SAMPLE_BYTES	(64U << 10)
+#define SROCE_CC_SAMPLE_NS	(500 * NSEC_PER_USEC)
 /* Bytes on the wire besides the BTH onward: Ethernet, IP, UDP. */
 #define SROCE_CC_WIRE_V4	(ETH_HLEN + 20 + 8)
 #define SROCE_CC_WIRE_V6	(ETH_HLEN + 40 + 8)
@@ -314,16 +322,21 @@ static enum hrtimer_restart sroce_cc_pace_timer(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
-/* What the QP sent lately, in kb/s (0 if too little to tell). */
+/*
+ * What the QP sent lately, in kb/s (0 if too little to tell): since the
+ * older of the last two stamps, or since its first packet. Under cc.lock.
+ */
 static u32 sroce_cc_measured_kbps(const struct sroce_qp *qp, u64 now)
 {
 	const struct sroce_cc_qp *cc = &qp->cc;
-	u64 bytes = cc->tx_bytes - cc->sample_bytes[0];
-	u64 ns = now - cc->sample_ns[0];
+	u64 tx = READ_ONCE(cc->tx_bytes);
+	u64 since = cc->sample_ns[0] ?: cc->first_ns;
+	u64 bytes = tx - cc->sample_bytes[0];
 
-	if (!cc->sample_ns[0] || bytes < SROCE_CC_SAMPLE_BYTES || !ns)
+	if (!since || now <= since || bytes < SROCE_CC_SAMPLE_BYTES / 4)
 		return 0;
-	return min_t(u64, div64_u64(bytes * 8 * USEC_PER_SEC, ns), U32_MAX);
+	return min_t(u64, div64_u64(bytes * 8 * USEC_PER_SEC, now - since),
+		     U32_MAX);
 }
 
 /* The first cut of an unlimited QP: from where does it start. */
@@ -358,6 +371,14 @@ static void sroce_cc_reduce(struct sroce_qp *qp, u64 now)
 
 	if (!cc->limited)
 		sroce_cc_limit(qp, now);
+	/*
+	 * The current rate is what the QP sends: hardware's sends at its
+	 * rate, a software QP may send far less than it is allowed (the CPU,
+	 * its window), and a cut of a rate it does not reach changes nothing.
+	 */
+	rc = sroce_cc_measured_kbps(qp, now);
+	if (rc && rc < cc->rc_kbps)
+		cc->rc_kbps = rc;
 	if (CC_PARAM(rp_clamp_tgt_rate) || cc->increased)
 		cc->rt_kbps = cc->rc_kbps;
 	rc = (u64)cc->rc_kbps * (SROCE_CC_ALPHA_ONE - cut) / SROCE_CC_ALPHA_ONE;
@@ -409,18 +430,33 @@ void sroce_cc_cnp_rcv(struct sroce_qp *qp)
 		sroce_cc_arm_increase(qp);
 }
 
-/* Keep the first-CNP rate sample: two stamps at least SAMPLE bytes apart. */
-static void sroce_cc_sample(struct sroce_cc_qp *cc)
+/*
+ * Count a packet's bytes towards the measured rate; a new stamp when the
+ * last is SAMPLE_BYTES and SAMPLE_NS behind (one clock read per 64 KiB at
+ * most, while the time has not come).
+ */
+static void sroce_cc_count(struct sroce_qp *qp, u32 bytes)
 {
+	struct sroce_cc_qp *cc = &qp->cc;
+	u64 tx = cc->tx_bytes + bytes;
+	unsigned long flags;
 	u64 now;
 
-	if (cc->tx_bytes - cc->sample_bytes[1] < SROCE_CC_SAMPLE_BYTES)
+	WRITE_ONCE(cc->tx_bytes, tx);
+	if (likely(tx - cc->sample_bytes[1] < SROCE_CC_SAMPLE_BYTES &&
+		   cc->first_ns))
 		return;
 	now = ktime_get_ns();
-	cc->sample_bytes[0] = cc->sample_bytes[1];
-	cc->sample_ns[0] = cc->sample_ns[1];
-	cc->sample_bytes[1] = cc->tx_bytes;
-	cc->sample_ns[1] = now;
+	spin_lock_irqsave(&cc->lock, flags);
+	if (!cc->first_ns) {
+		cc->first_ns = now;
+	} else if (now - cc->sample_ns[1] >= SROCE_CC_SAMPLE_NS) {
+		cc->sample_bytes[0] = cc->sample_bytes[1];
+		cc->sample_ns[0] = cc->sample_ns[1];
+		cc->sample_bytes[1] = tx;
+		cc->sample_ns[1] = now;
+	}
+	spin_unlock_irqrestore(&cc->lock, flags);
 }
 
 /* Bytes a packet of @paylen (BTH onward: @hdr_len, pad, ICRC) takes. */
@@ -491,11 +527,9 @@ bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen)
 	unsigned long flags;
 	bool empty;
 
-	cc->tx_bytes += bytes;
-	if (likely(!READ_ONCE(cc->limited))) {
-		sroce_cc_sample(cc);
+	sroce_cc_count(qp, bytes);
+	if (likely(!READ_ONCE(cc->limited)))
 		return false;
-	}
 	spin_lock_irqsave(&cc->lock, flags);
 	cc->tokens -= bytes;
 	empty = cc->tokens <= 0;
