@@ -183,7 +183,7 @@ mkdir -p "$INST" && echo 4096 >"$INST/buffer_size_kb" &&
 		echo 1 >"$INST/events/sroce/$e/enable"
 	done || tap_diag "trace instance $INST"
 # Resource details of sroce0's QPs 4 s into the congested stream.
-(sleep 5; rdma -dd resource show qp link sroce0/1 >"$CAP/res.txt" 2>&1) &
+(sleep 5; rdma -j -dd resource show qp link sroce0/1 >"$CAP/res.json" 2>&1) &
 RES_PID=$!
 capture_start nsB vethB "$CAP/cong.pcap" \
 	"udp port 4791 and (ip[1] & 3 == 3 or udp[8] == 0x81)" ||
@@ -202,8 +202,9 @@ tap_check "CC on: RED marks CE, sroce1 counts the marks and answers with CNPs" \
 	test "$RED_MARKED" -gt 0 -a "$D1_np_ecn_marked_roce_packets" -gt 0 \
 	-a "$D1_np_cnp_sent" -gt 0 -a "$D1_np_cnp_sent" -le "$D1_np_ecn_marked_roce_packets"
 # (A CNP that comes after the stream's QP is gone is counted no-QP.)
-tap_eq "CC on: sroce0 handles every CNP sroce1 sent (but those for a QP already gone), ignores none" \
-	"$((D0_rp_cnp_handled + D0_rx_drop_no_qp)) $D0_rp_cnp_ignored" "$D1_np_cnp_sent 0"
+tap_check "CC on: sroce0 handles every CNP sroce1 sent (but those for a QP already gone), ignores none" \
+	test "$D0_rp_cnp_ignored" = 0 -a "$D0_rp_cnp_handled" -le "$D1_np_cnp_sent" \
+	-a $((D0_rp_cnp_handled + D0_rx_drop_no_qp)) -ge "$D1_np_cnp_sent"
 tap_check "CC on: sroce0's pacer held the QP" test "$D0_rp_paced_waits" -gt 0
 
 set_cc enable=0
@@ -227,9 +228,12 @@ cat "$INST/trace" >"$CAP/trace.txt"
 rmdir "$INST"
 QPD=$((QPN))
 res_rate() {
-	grep -E "lqpn $QPD .*cc_rate_kbps" "$CAP/res.txt" | head -n 1 |
-		sed -E 's/.*(cc_rate_kbps [0-9]+ cc_target_kbps [0-9]+ cc_alpha [0-9]+).*/\1/' |
-		tee /dev/stderr | awk '{ exit !($2 > 0 && $4 >= $2 && $6 <= 1024) }'
+	python3 -c 'import json, sys
+qs = [q for q in json.load(open(sys.argv[1])) if q.get("lqpn") == int(sys.argv[2])]
+f = [qs[0].get("drv_" + k) for k in ("cc_rate_kbps", "cc_target_kbps", "cc_alpha")] if qs else []
+print("QP", sys.argv[2], "rate, target, alpha:", f)
+sys.exit(not (f and None not in f and f[0] > 0 and f[1] >= f[0] and f[2] <= 1024))' \
+		"$CAP/res.json" "$QPD"
 }
 tap_check "resource details: the congested QP $QPN shows its rate (cc_rate_kbps > 0, target >= rate, alpha)" res_rate
 traced() {
@@ -262,7 +266,8 @@ congested >"$CAP/rpoff.txt" 2>&1
 cat "$CAP/rpoff.txt"
 tap_check "reaction point off on sroce0: its CNPs counted ignored, none handled, no pacing" \
 	test "$PERF_RC" = 0 -a "$D1_np_cnp_sent" -gt 0 \
-	-a $((D0_rp_cnp_ignored + D0_rx_drop_no_qp)) = "$D1_np_cnp_sent" \
+	-a "$D0_rp_cnp_ignored" -le "$D1_np_cnp_sent" \
+	-a $((D0_rp_cnp_ignored + D0_rx_drop_no_qp)) -ge "$D1_np_cnp_sent" \
 	-a "$D0_rp_cnp_handled" = 0 -a "$D0_rp_paced_waits" = 0
 echo 1 >"$CC/rp_enable"
 ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
