@@ -1051,11 +1051,9 @@ static bool sroce_qp_doorbell_streams(struct sroce_qp *qp)
 
 static void sroce_qp_doorbell(struct sroce_qp *qp)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
-
-	sroce_count(sdev, SROCE_CNT_DOORBELLS, 1);
+	sroce_qp_count(qp, SROCE_CNT_DOORBELLS, 1);
 	if (sroce_qp_doorbell_streams(qp)) {
-		sroce_count(sdev, SROCE_CNT_STREAM_DOORBELLS, 1);
+		sroce_qp_count(qp, SROCE_CNT_STREAM_DOORBELLS, 1);
 		WRITE_ONCE(qp->req.streaming, true);
 		sroce_task_schedule_linger(&qp->req_task);
 		return;
