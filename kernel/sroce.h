@@ -228,6 +228,7 @@ struct sroce_cq {
 	u8 notify;			/* armed: IB_CQ_NEXT_COMP/SOLICITED */
 	bool is_user;
 	bool overflow;			/* full once: in error for good */
+	bool gone;			/* destroyed: the ring is freed */
 	u64 lost;			/* completions refused since */
 };
 

@@ -125,16 +125,25 @@ int sroce_resp_init(struct sroce_qp *qp, u32 max_sge, gfp_t gfp)
 
 void sroce_resp_free(struct sroce_qp *qp)
 {
+	struct sroce_resp_tx *txq;
+
 	/* The QP is unpublished: no fault's work holds it any more. */
 	sroce_resp_odp_free(&qp->resp.odp_pending);
 	INIT_LIST_HEAD(&qp->resp.odp_pending);
 	qp->resp.odp_npending = 0;
 	kfree(qp->resp.sge);
 	kfree(qp->resp.res);
-	kfree(qp->resp.txq);
 	qp->resp.sge = NULL;
 	qp->resp.res = NULL;
+	/*
+	 * Under the lock: resource details may still read the queue (ib_core
+	 * before 6.12 lets them run until destroy_qp has returned).
+	 */
+	spin_lock_bh(&qp->resp_lock);
+	txq = qp->resp.txq;
 	qp->resp.txq = NULL;
+	spin_unlock_bh(&qp->resp_lock);
+	kfree(txq);
 }
 
 /**
