@@ -60,7 +60,10 @@
 #define SROCE_MCAST_HASH_SIZE	64	/* power of 2 */
 #define SROCE_MCAST_QPN		0xffffff	/* BTH DestQP of multicast */
 
-/* Device-wide counters, exported as hw_counters ("rdma statistic"). */
+/*
+ * Counters, exported as hw_counters ("rdma statistic"): the device's, and
+ * those of QPs bound to an rdma_counter (sroce_qp_count(), sroce_dev.c).
+ */
 enum sroce_counter {
 	SROCE_CNT_RX_PACKETS,
 	SROCE_CNT_RX_BYTES,
@@ -195,6 +198,8 @@ struct sroce_dev {
 
 	struct sroce_counters __percpu *counters;
 	struct sroce_cc_params cc;
+	/* Per-QP counters (sroce_dev.c): id -> struct sroce_qpc */
+	struct xarray qpc_xa;
 };
 
 struct sroce_ucontext {
@@ -223,6 +228,7 @@ struct sroce_cq {
 	u8 notify;			/* armed: IB_CQ_NEXT_COMP/SOLICITED */
 	bool is_user;
 	bool overflow;			/* full once: in error for good */
+	bool gone;			/* destroyed: the ring is freed */
 	u64 lost;			/* completions refused since */
 };
 
@@ -649,6 +655,11 @@ struct sroce_qp {
 	struct sroce_cc_qp cc;
 
 	struct sroce_qp_handle *handle;	/* what qp_xa maps the QPN to */
+	/*
+	 * The counters of the rdma_counter the QP is bound to ("rdma
+	 * statistic qp bind"), or NULL: see sroce_qp_count().
+	 */
+	struct sroce_counters __percpu *counters;
 };
 
 /*
@@ -726,6 +737,26 @@ static inline void sroce_count(struct sroce_dev *sdev, enum sroce_counter c,
 			       u64 n)
 {
 	this_cpu_add(sdev->counters->val[c], n);
+}
+
+/*
+ * Count an event of @qp: in the rdma_counter the QP is bound to, else in
+ * the device's counters. ib_core adds bound counters (and those released)
+ * to the device's for the port's totals, so each event goes to one only.
+ * Unbinding waits for a grace period (sroce_dev.c) before the counter can
+ * be read for the last time and freed.
+ */
+static inline void sroce_qp_count(struct sroce_qp *qp, enum sroce_counter c,
+				  u64 n)
+{
+	struct sroce_counters __percpu *pc;
+
+	rcu_read_lock();
+	pc = READ_ONCE(qp->counters);
+	if (!pc)
+		pc = to_sdev(qp->ibqp.device)->counters;
+	this_cpu_add(pc->val[c], n);
+	rcu_read_unlock();
 }
 
 /* sroce_main.c */

@@ -227,7 +227,6 @@ static void sroce_comp_fail(struct sroce_qp *qp, u32 psn, bool head, u8 status)
 /* ACK, RNR NAK or NAK (the AETH of an ACK packet). */
 static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_comp *comp = &qp->comp;
 	u8 type = sroce_aeth_type(pkt->syndrome);
 	u8 value = sroce_aeth_value(pkt->syndrome);
@@ -241,11 +240,11 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 		break;
 	case SROCE_AETH_RNR_NAK:
 		/* The request at psn found no receive WQE: wait, resend. */
-		sroce_count(sdev, SROCE_CNT_RNR_NAK_RCVD, 1);
+		sroce_qp_count(qp, SROCE_CNT_RNR_NAK_RCVD, 1);
 		trace_sroce_nak_rcvd(qp, type, value, pkt->psn);
 		sroce_comp_ack_before(qp, pkt->psn, &lost);
 		if (comp->rnr_left == 0) {
-			sroce_count(sdev, SROCE_CNT_RETRY_EXCEEDED, 1);
+			sroce_qp_count(qp, SROCE_CNT_RETRY_EXCEEDED, 1);
 			sroce_comp_fail(qp, pkt->psn, false,
 					IB_WC_RNR_RETRY_EXC_ERR);
 			break;
@@ -273,16 +272,16 @@ static void sroce_comp_ack(struct sroce_qp *qp, const struct sroce_pkt *pkt)
 		trace_sroce_nak_rcvd(qp, type, value, pkt->psn);
 		sroce_comp_ack_before(qp, pkt->psn, &lost);
 		if (value == SROCE_NAK_PSN_SEQ_ERR) {
-			sroce_count(sdev, SROCE_CNT_SEQ_NAK_RCVD, 1);
+			sroce_qp_count(qp, SROCE_CNT_SEQ_NAK_RCVD, 1);
 			sroce_comp_rewind(qp, SROCE_REWIND_SEQ_NAK);
 			break;
 		}
-		sroce_count(sdev, SROCE_CNT_ERR_NAK_RCVD, 1);
+		sroce_qp_count(qp, SROCE_CNT_ERR_NAK_RCVD, 1);
 		sroce_comp_fail(qp, pkt->psn, false,
 				sroce_nak_wc_status(value));
 		break;
 	default:
-		sroce_count(sdev, SROCE_CNT_RESP_DROP, 1);
+		sroce_qp_count(qp, SROCE_CNT_RESP_DROP, 1);
 		break;
 	}
 }
@@ -368,7 +367,6 @@ static bool sroce_comp_read_fits(struct sroce_qp *qp,
 static void sroce_comp_data(struct sroce_qp *qp, struct sk_buff *skb,
 			    const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	const struct sroce_send_wqe *wqe;
 	struct sroce_send_meta *m;
 	bool lost;
@@ -455,7 +453,7 @@ complete:
 	return;
 
 stale:
-	sroce_count(sdev, SROCE_CNT_RESP_DROP, 1);
+	sroce_qp_count(qp, SROCE_CNT_RESP_DROP, 1);
 }
 
 /**
@@ -467,7 +465,6 @@ stale:
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 		    struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_comp *comp = &qp->comp;
 	enum ib_qp_state state = sroce_qp_state(qp);
 	unsigned long flags;
@@ -475,7 +472,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 
 	if (state != IB_QPS_RTS && state != IB_QPS_SQD &&
 	    state != IB_QPS_SQE) {
-		sroce_count(sdev, SROCE_CNT_RX_DROP_STATE, 1);
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_STATE, 1);
 		return;
 	}
 
@@ -484,7 +481,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	if (qp->sq_flushed || comp->error ||
 	    !sroce_psn_in_resp_window(pkt->psn, comp->una, comp->max_psn)) {
 		spin_unlock_irqrestore(&qp->sq_lock, flags);
-		sroce_count(sdev, SROCE_CNT_RESP_DROP, 1);
+		sroce_qp_count(qp, SROCE_CNT_RESP_DROP, 1);
 		return;
 	}
 	if ((pkt->mask & SROCE_M_AETH) &&
@@ -513,7 +510,6 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 void sroce_comp_retrans_timer(struct timer_list *t)
 {
 	struct sroce_qp *qp = timer_container_of(qp, t, retrans_timer);
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_comp *comp = &qp->comp;
 	unsigned long flags;
 	bool error = false;
@@ -540,13 +536,13 @@ void sroce_comp_retrans_timer(struct timer_list *t)
 	}
 	if (comp->retry_left == 0) {
 		trace_sroce_retrans_timeout(qp, true);
-		sroce_count(sdev, SROCE_CNT_RETRY_EXCEEDED, 1);
+		sroce_qp_count(qp, SROCE_CNT_RETRY_EXCEEDED, 1);
 		sroce_comp_fail(qp, comp->una, true, IB_WC_RETRY_EXC_ERR);
 		error = sroce_comp_retire(qp);
 	} else {
 		comp->retry_left--;
 		trace_sroce_retrans_timeout(qp, false);
-		sroce_count(sdev, SROCE_CNT_RETRANSMIT_TIMEOUTS, 1);
+		sroce_qp_count(qp, SROCE_CNT_RETRANSMIT_TIMEOUTS, 1);
 		sroce_comp_rewind(qp, SROCE_REWIND_TIMEOUT);
 		comp->probe = SROCE_PROBE_WANTED;
 		sroce_comp_arm_timer(qp);

@@ -22,6 +22,7 @@
 #include <net/udp_tunnel.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/rdma_counter.h>
 #include <rdma/uverbs_ioctl.h>
 #ifdef SROCE_HAVE_IPV6_STUBS
 #include <net/ipv6_stubs.h>
@@ -221,6 +222,31 @@ static inline int sroce_resize_cq_int(struct ib_cq *ibcq, int cqe,
 }
 
 #define SROCE_OPS_RESIZE_CQ .resize_cq = sroce_resize_cq_int
+#endif
+
+/* Binding a QP to an rdma_counter and back names the port (7.x). */
+int sroce_counter_bind_qp(struct rdma_counter *counter, struct ib_qp *ibqp,
+			  u32 port);
+int sroce_counter_unbind_qp(struct ib_qp *ibqp, u32 port);
+#ifdef SROCE_HAVE_COUNTER_BIND_PORT
+#define SROCE_OPS_COUNTER_BIND \
+	.counter_bind_qp = sroce_counter_bind_qp, \
+	.counter_unbind_qp = sroce_counter_unbind_qp
+#else
+static inline int sroce_counter_bind_qp_1(struct rdma_counter *counter,
+					  struct ib_qp *ibqp)
+{
+	return sroce_counter_bind_qp(counter, ibqp, 1);
+}
+
+static inline int sroce_counter_unbind_qp_1(struct ib_qp *ibqp)
+{
+	return sroce_counter_unbind_qp(ibqp, 1);
+}
+
+#define SROCE_OPS_COUNTER_BIND \
+	.counter_bind_qp = sroce_counter_bind_qp_1, \
+	.counter_unbind_qp = sroce_counter_unbind_qp_1
 #endif
 
 /*

@@ -8,8 +8,9 @@
  *
  * Locking: cq->lock (spinlock, irqsave: producers run in softirq and in
  * process context) serialises producers, the kernel consumer (poll_cq),
- * arming (req_notify_cq), resize, and the overflow state and count that
- * resource details read. Lock order: QP locks, then cq->lock.
+ * arming (req_notify_cq), resize, and what resource details read (the
+ * overflow state and count, whether the CQ is gone). Lock order: QP
+ * locks, then cq->lock.
  */
 
 #include <linux/slab.h>
@@ -95,8 +96,16 @@ int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibcq->device);
 	struct sroce_cq *cq = to_scq(ibcq);
+	unsigned long flags;
 
 	xa_erase(&sdev->cq_xa, cq->cqn);
+	/*
+	 * Resource details may still look (ib_core before 6.12 lets them run
+	 * until destroy_cq has returned): not at a freed ring.
+	 */
+	spin_lock_irqsave(&cq->lock, flags);
+	cq->gone = true;
+	spin_unlock_irqrestore(&cq->lock, flags);
 	sroce_queue_free(&cq->queue);
 	return 0;
 }
@@ -369,8 +378,8 @@ int sroce_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
 	unsigned long flags;
 
 	spin_lock_irqsave(&cq->lock, flags);
-	r.space = sroce_queue_refresh_cons(&cq->queue);
 	r.entries = cq->queue.entries;
+	r.space = cq->gone ? r.entries : sroce_queue_refresh_cons(&cq->queue);
 	r.notify = cq->notify;
 	r.overflow = cq->overflow;
 	r.lost = cq->lost;

@@ -10,6 +10,9 @@
  *    query_port and the data path.
  *  - Everything else in struct sroce_dev is set before ib_register_device()
  *    and read-only until sroce_dealloc_driver().
+ *  - Per-QP counters: ib_core serialises binding, unbinding and reading a
+ *    counter (its counter->lock); qpc_xa has its own lock; the data path
+ *    counts through qp->counters under RCU (sroce_qp_count()).
  */
 
 #include <linux/etherdevice.h>
@@ -354,22 +357,169 @@ sroce_alloc_hw_port_stats(struct ib_device *ibdev, u32 port_num)
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
+/* @value[] := the sum over CPUs of @counters. */
+static void sroce_counters_sum(struct sroce_counters __percpu *counters,
+			       u64 *value)
+{
+	int cpu, c;
+
+	for (c = 0; c < SROCE_NUM_COUNTERS; c++)
+		value[c] = 0;
+	for_each_possible_cpu(cpu) {
+		struct sroce_counters *pc = per_cpu_ptr(counters, cpu);
+
+		for (c = 0; c < SROCE_NUM_COUNTERS; c++)
+			value[c] += READ_ONCE(pc->val[c]);
+	}
+}
+
+/*
+ * The device's counters: events of QPs bound to an rdma_counter are not in
+ * them (sroce_qp_count()); ib_core adds those for the port's totals.
+ */
 static int sroce_get_hw_stats(struct ib_device *ibdev,
 			      struct rdma_hw_stats *stats, u32 port_num,
 			      int index)
 {
-	struct sroce_dev *sdev = to_sdev(ibdev);
-	int cpu, c;
-
-	for (c = 0; c < SROCE_NUM_COUNTERS; c++)
-		stats->value[c] = 0;
-	for_each_possible_cpu(cpu) {
-		struct sroce_counters *pc = per_cpu_ptr(sdev->counters, cpu);
-
-		for (c = 0; c < SROCE_NUM_COUNTERS; c++)
-			stats->value[c] += READ_ONCE(pc->val[c]);
-	}
+	sroce_counters_sum(to_sdev(ibdev)->counters, stats->value);
 	return SROCE_NUM_COUNTERS;
+}
+
+/*
+ * Per-QP counters ("rdma statistic qp set|bind"). ib_core's rdma_counter
+ * groups QPs (by hand, or automatically by type or process); sroce gives
+ * each one its own counters, which the bound QPs count in instead of the
+ * device's. A counter has the device's layout (ib_core sums them by
+ * index); it shows the events a QP's own paths count, the rest (packets
+ * and drops before a QP is known, ODP faults of MRs) stay the device's.
+ */
+#define SROCE_QP_COUNTERS (BIT_ULL(SROCE_CNT_RX_DROP_STATE) | \
+			   BIT_ULL(SROCE_CNT_DOORBELLS) | \
+			   BIT_ULL(SROCE_CNT_LINGER_PICKUPS) | \
+			   BIT_ULL(SROCE_CNT_STREAM_DOORBELLS) | \
+			   BIT_ULL(SROCE_CNT_BAD_WQE) | \
+			   BIT_ULL(SROCE_CNT_BAD_RING) | \
+			   BIT_ULL(SROCE_CNT_RETRANSMIT_TIMEOUTS) | \
+			   BIT_ULL(SROCE_CNT_RETRANSMIT_PACKETS) | \
+			   BIT_ULL(SROCE_CNT_SEQ_NAK_SENT) | \
+			   BIT_ULL(SROCE_CNT_SEQ_NAK_RCVD) | \
+			   BIT_ULL(SROCE_CNT_RNR_NAK_SENT) | \
+			   BIT_ULL(SROCE_CNT_RNR_NAK_RCVD) | \
+			   BIT_ULL(SROCE_CNT_ERR_NAK_SENT) | \
+			   BIT_ULL(SROCE_CNT_ERR_NAK_RCVD) | \
+			   BIT_ULL(SROCE_CNT_DUP_REQUESTS) | \
+			   BIT_ULL(SROCE_CNT_ACKS_SENT) | \
+			   BIT_ULL(SROCE_CNT_RETRY_EXCEEDED) | \
+			   BIT_ULL(SROCE_CNT_RESP_DROP) | \
+			   BIT_ULL(SROCE_CNT_TX_LENT) | \
+			   BIT_ULL(SROCE_CNT_RX_DROP_SEQ) | \
+			   BIT_ULL(SROCE_CNT_ODP_RNR_NAK_SENT) | \
+			   BIT_ULL(SROCE_CNT_ODP_REQ_WAITS) | \
+			   BIT_ULL(SROCE_CNT_ODP_RX_DROPS) | \
+			   BIT_ULL(SROCE_CNT_ODP_RX_DEFERRED))
+
+static_assert(SROCE_NUM_COUNTERS <= 64);
+
+/* A counter's own counters, by counter->id (qpc_xa). */
+struct sroce_qpc {
+	struct sroce_counters __percpu *pc;
+};
+
+static struct rdma_hw_stats *
+sroce_counter_alloc_stats(struct rdma_counter *counter)
+{
+	struct rdma_hw_stats *stats;
+	int c;
+
+	stats = rdma_alloc_hw_stats_struct(sroce_counter_descs,
+					   SROCE_NUM_COUNTERS,
+					   RDMA_HW_STATS_DEFAULT_LIFESPAN);
+	if (!stats)
+		return NULL;
+	/* Not shown per QP; still summed into the port's totals. */
+	for (c = 0; c < SROCE_NUM_COUNTERS; c++)
+		if (!(SROCE_QP_COUNTERS & BIT_ULL(c)))
+			set_bit(c, stats->is_disabled);
+	return stats;
+}
+
+/* A counter's first QP: its counters, and the id ib_core lists it by. */
+static int sroce_counter_new(struct sroce_dev *sdev,
+			     struct rdma_counter *counter)
+{
+	struct sroce_qpc *qpc = kzalloc(sizeof(*qpc), GFP_KERNEL);
+	int err = -ENOMEM;
+
+	if (qpc)
+		qpc->pc = alloc_percpu(struct sroce_counters);
+	if (qpc && qpc->pc)
+		err = xa_alloc(&sdev->qpc_xa, &counter->id, qpc,
+			       XA_LIMIT(1, SROCE_MAX_QP), GFP_KERNEL);
+	if (err) {
+		if (qpc)
+			free_percpu(qpc->pc);
+		kfree(qpc);
+		return err == -EBUSY ? -ENOMEM : err;
+	}
+	return 0;
+}
+
+int sroce_counter_bind_qp(struct rdma_counter *counter, struct ib_qp *ibqp,
+			  u32 port)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qpc *qpc;
+	int err;
+
+	if (!counter->id) {
+		err = sroce_counter_new(sdev, counter);
+		if (err)
+			return err;
+	}
+	qpc = xa_load(&sdev->qpc_xa, counter->id);
+	if (WARN_ON_ONCE(!qpc))
+		return -EINVAL;
+	/* Zeroed (alloc_percpu) before the data path can count in it. */
+	smp_store_release(&to_sqp(ibqp)->counters, qpc->pc);
+	ibqp->counter = counter;
+	return 0;
+}
+
+int sroce_counter_unbind_qp(struct ib_qp *ibqp, u32 port)
+{
+	WRITE_ONCE(to_sqp(ibqp)->counters, NULL);
+	/*
+	 * Events on their way into the counter get there before ib_core
+	 * reads it for the last time (when its last QP goes) and frees it.
+	 */
+	synchronize_rcu();
+	ibqp->counter = NULL;
+	return 0;
+}
+
+static int sroce_counter_update_stats(struct rdma_counter *counter)
+{
+	struct sroce_qpc *qpc = xa_load(&to_sdev(counter->device)->qpc_xa,
+					counter->id);
+
+	if (qpc)
+		sroce_counters_sum(qpc->pc, counter->stats->value);
+	return 0;
+}
+
+/* Its QPs are unbound: nothing counts in it any more. */
+static int sroce_counter_dealloc(struct rdma_counter *counter)
+{
+	struct sroce_qpc *qpc;
+
+	if (!counter->id)
+		return 0;
+	qpc = xa_erase(&to_sdev(counter->device)->qpc_xa, counter->id);
+	if (qpc) {
+		free_percpu(qpc->pc);
+		kfree(qpc);
+	}
+	return 0;
 }
 
 /* Resource details ---------------------------------------------------- */
@@ -468,12 +618,14 @@ static void sroce_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON(!xa_empty(&sdev->ah_xa));
 	WARN_ON(!xa_empty(&sdev->qp_xa));
 	WARN_ON(!xa_empty(&sdev->srq_xa));
+	WARN_ON(!xa_empty(&sdev->qpc_xa));
 	xa_destroy(&sdev->pd_xa);
 	xa_destroy(&sdev->cq_xa);
 	xa_destroy(&sdev->key_xa);
 	xa_destroy(&sdev->ah_xa);
 	xa_destroy(&sdev->qp_xa);
 	xa_destroy(&sdev->srq_xa);
+	xa_destroy(&sdev->qpc_xa);
 	sroce_mcast_cleanup(sdev);
 	free_percpu(sdev->counters);
 	netdev_put(sdev->ndev, &sdev->ndev_tracker);
@@ -493,6 +645,9 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.alloc_xrcd = sroce_alloc_xrcd,
 	.attach_mcast = sroce_attach_mcast,
+	.counter_alloc_stats = sroce_counter_alloc_stats,
+	.counter_dealloc = sroce_counter_dealloc,
+	.counter_update_stats = sroce_counter_update_stats,
 	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
 	.create_qp = sroce_create_qp,
@@ -542,6 +697,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	SROCE_OPS_REG_USER_MR,
 	SROCE_OPS_REG_USER_MR_DMABUF,
 	SROCE_OPS_RESIZE_CQ,
+	SROCE_OPS_COUNTER_BIND,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
@@ -612,6 +768,7 @@ int sroce_dev_create(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->qpc_xa, XA_FLAGS_ALLOC);
 	sroce_mcast_init(sdev);
 	sroce_cc_dev_init(sdev);
 	sdev->counters = alloc_percpu(struct sroce_counters);

@@ -875,7 +875,8 @@ static void sroce_qp_res_resp(struct sroce_qp *qp, struct sroce_qp_res *r)
 	r->nak_sent = resp->nak_sent;
 	r->answers = resp->tx_tail - resp->tx_head;
 	r->rd_answers = 0;
-	for (i = resp->tx_head; i != resp->tx_tail; i++)
+	/* NULL once destroy_qp freed it (sroce_resp_free()). */
+	for (i = resp->tx_head; resp->txq && i != resp->tx_tail; i++)
 		if (resp->txq[i % resp->txq_size].type != SROCE_RTX_ACK)
 			r->rd_answers++;
 	r->odp_held = resp->odp_npending;
@@ -1051,11 +1052,9 @@ static bool sroce_qp_doorbell_streams(struct sroce_qp *qp)
 
 static void sroce_qp_doorbell(struct sroce_qp *qp)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
-
-	sroce_count(sdev, SROCE_CNT_DOORBELLS, 1);
+	sroce_qp_count(qp, SROCE_CNT_DOORBELLS, 1);
 	if (sroce_qp_doorbell_streams(qp)) {
-		sroce_count(sdev, SROCE_CNT_STREAM_DOORBELLS, 1);
+		sroce_qp_count(qp, SROCE_CNT_STREAM_DOORBELLS, 1);
 		WRITE_ONCE(qp->req.streaming, true);
 		sroce_task_schedule_linger(&qp->req_task);
 		return;

@@ -301,7 +301,6 @@ static int sroce_req_odp_scatter(struct sroce_qp *qp,
  */
 static int sroce_req_fetch(struct sroce_qp *qp)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_req *req = &qp->req;
 	size_t stride = 1U << qp->sq.stride_shift;
 	unsigned long flags;
@@ -313,7 +312,7 @@ static int sroce_req_fetch(struct sroce_qp *qp)
 	prod = qp->sq.prod;
 	spin_unlock_irqrestore(&qp->sq_lock, flags);
 	if (n < 0) {
-		sroce_count(sdev, SROCE_CNT_BAD_RING, 1);
+		sroce_qp_count(qp, SROCE_CNT_BAD_RING, 1);
 		sroce_qp_error(qp, true);
 		return -EINVAL;
 	}
@@ -326,7 +325,7 @@ static int sroce_req_fetch(struct sroce_qp *qp)
 		memset(m, 0, sizeof(*m));
 		m->status = sroce_req_check(qp, wqe);
 		if (m->status != IB_WC_SUCCESS)
-			sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
+			sroce_qp_count(qp, SROCE_CNT_BAD_WQE, 1);
 		m->rd_atomic = sroce_wqe_is_rd_atomic(wqe->opcode);
 		req->fetched++;
 	}
@@ -571,7 +570,7 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 		skb = sroce_req_build_lent(qp, wqe, pkt, hdr_len, offset,
 					   paylen, &err);
 		if (skb)
-			sroce_count(sdev, SROCE_CNT_TX_LENT, 1);
+			sroce_qp_count(qp, SROCE_CNT_TX_LENT, 1);
 	}
 	/* Memory that cannot be lent, or too many fragments: copy it. */
 	if (!skb && (!err || err == -EOPNOTSUPP || err == -EMSGSIZE))
@@ -579,7 +578,7 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 					     paylen, &err);
 	if (!skb) {
 		if (err == -ENOMEM)
-			sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
+			sroce_qp_count(qp, SROCE_CNT_TX_ERRORS, 1);
 		return err;
 	}
 
@@ -829,7 +828,6 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 					  u32 una, u32 *rd_atomic,
 					  struct sroce_tx_burst *burst)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_req *req = &qp->req;
 	struct sroce_send_wqe *wqe = sroce_req_copy(qp, req->index);
 	struct sroce_send_meta *m = sroce_req_meta(qp, req->index);
@@ -859,14 +857,14 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 	/* Sent again too: an invalidation may have taken a page since. */
 	if ((fresh || m->rd_atomic) &&
 	    sroce_req_odp_scatter(qp, wqe) == -EAGAIN) {
-		sroce_count(sdev, SROCE_CNT_ODP_REQ_WAITS, 1);
+		sroce_qp_count(qp, SROCE_CNT_ODP_REQ_WAITS, 1);
 		WRITE_ONCE(req->odp_wait, true);
 		return SROCE_REQ_WAIT;
 	}
 	if (fresh) {
 		m->status = sroce_req_check_payload(qp, wqe, &m->length);
 		if (m->status != IB_WC_SUCCESS) {
-			sroce_count(sdev, SROCE_CNT_BAD_WQE, 1);
+			sroce_qp_count(qp, SROCE_CNT_BAD_WQE, 1);
 			return sroce_req_fail(qp, m, m->status);
 		}
 		if (sroce_qp_reliable_req(qp))
@@ -904,7 +902,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
 		sroce_req_paced(qp, &pkt, paylen);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
-			sroce_count(sdev, SROCE_CNT_RETRANSMIT_PACKETS, 1);
+			sroce_qp_count(qp, SROCE_CNT_RETRANSMIT_PACKETS, 1);
 		err = sroce_req_xmit(qp, wqe, &av, &pkt, req->offset, paylen,
 				     burst);
 		if (err == -EFAULT) {
@@ -913,7 +911,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		}
 		if (err == -EAGAIN) {
 			/* Nothing sent: this packet again after the fault. */
-			sroce_count(sdev, SROCE_CNT_ODP_REQ_WAITS, 1);
+			sroce_qp_count(qp, SROCE_CNT_ODP_REQ_WAITS, 1);
 			WRITE_ONCE(req->odp_wait, true);
 			return SROCE_REQ_WAIT;
 		}
@@ -1081,7 +1079,6 @@ static int sroce_req_idle(struct sroce_qp *qp)
  */
 static int sroce_req_linger(struct sroce_qp *qp)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_req *req = &qp->req;
 	int n;
 
@@ -1107,7 +1104,7 @@ static int sroce_req_linger(struct sroce_qp *qp)
 		n = sroce_req_fetch(qp);
 		if (n) {
 			if (n > 0)
-				sroce_count(sdev, SROCE_CNT_LINGER_PICKUPS, n);
+				sroce_qp_count(qp, SROCE_CNT_LINGER_PICKUPS, n);
 			req->linger_ns = 0;
 			return n;
 		}

@@ -125,16 +125,25 @@ int sroce_resp_init(struct sroce_qp *qp, u32 max_sge, gfp_t gfp)
 
 void sroce_resp_free(struct sroce_qp *qp)
 {
+	struct sroce_resp_tx *txq;
+
 	/* The QP is unpublished: no fault's work holds it any more. */
 	sroce_resp_odp_free(&qp->resp.odp_pending);
 	INIT_LIST_HEAD(&qp->resp.odp_pending);
 	qp->resp.odp_npending = 0;
 	kfree(qp->resp.sge);
 	kfree(qp->resp.res);
-	kfree(qp->resp.txq);
 	qp->resp.sge = NULL;
 	qp->resp.res = NULL;
+	/*
+	 * Under the lock: resource details may still read the queue (ib_core
+	 * before 6.12 lets them run until destroy_qp has returned).
+	 */
+	spin_lock_bh(&qp->resp_lock);
+	txq = qp->resp.txq;
 	qp->resp.txq = NULL;
+	spin_unlock_bh(&qp->resp_lock);
+	kfree(txq);
 }
 
 /**
@@ -242,12 +251,11 @@ static void sroce_resp_queue_ack(struct sroce_qp *qp, u8 syndrome, u32 psn)
 static void sroce_resp_nak(struct sroce_qp *qp, enum sroce_nak_code code,
 			   const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	bool seq = code == SROCE_NAK_PSN_SEQ_ERR;
 
 	trace_sroce_nak_sent(qp, code, pkt->psn);
-	sroce_count(sdev, seq ? SROCE_CNT_SEQ_NAK_SENT : SROCE_CNT_ERR_NAK_SENT,
-		    1);
+	sroce_qp_count(qp, seq ? SROCE_CNT_SEQ_NAK_SENT :
+			   SROCE_CNT_ERR_NAK_SENT, 1);
 	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_NAK, code),
 			     seq ? qp->resp.psn : pkt->psn);
 }
@@ -260,7 +268,7 @@ static void sroce_resp_rnr_nak(struct sroce_qp *qp, const struct sroce_pkt *pkt,
 
 	trace_sroce_rnr_nak_sent(qp, pkt->psn, timer,
 				 sroce_rnr_timer_usecs(timer), odp);
-	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RNR_NAK_SENT, 1);
+	sroce_qp_count(qp, SROCE_CNT_RNR_NAK_SENT, 1);
 	sroce_resp_queue_ack(qp, sroce_aeth_syndrome(SROCE_AETH_RNR_NAK, timer),
 			     pkt->psn);
 }
@@ -317,10 +325,8 @@ static int sroce_resp_take_rwqe(struct sroce_qp *qp)
 static u32 sroce_resp_no_rwqe(struct sroce_qp *qp,
 			      const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
-
 	if (!sroce_qp_reliable_resp(qp)) {
-		sroce_count(sdev, SROCE_CNT_RX_DROP_STATE, 1);
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_STATE, 1);
 		qp->resp.msg = SROCE_RESP_DROP;
 		return 0;
 	}
@@ -404,15 +410,13 @@ static void sroce_resp_complete_error(struct sroce_qp *qp, u8 status)
 static u32 sroce_resp_odp_wait(struct sroce_qp *qp,
 			       const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
-
 	if (qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI)
 		return SROCE_RESP_ODP_WAIT;
 	if (!sroce_qp_reliable_resp(qp)) {
-		sroce_count(sdev, SROCE_CNT_ODP_RX_DROPS, 1);
+		sroce_qp_count(qp, SROCE_CNT_ODP_RX_DROPS, 1);
 		return 0;
 	}
-	sroce_count(sdev, SROCE_CNT_ODP_RNR_NAK_SENT, 1);
+	sroce_qp_count(qp, SROCE_CNT_ODP_RNR_NAK_SENT, 1);
 	sroce_resp_rnr_nak(qp, pkt, true);
 	return SROCE_RESP_KICK;
 }
@@ -479,7 +483,6 @@ static u8 sroce_resp_scatter(struct sroce_qp *qp, const struct sk_buff *skb,
 static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 			   const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_resp *resp = &qp->resp;
 	struct sroce_cqe cqe = {};
 	int n;
@@ -488,7 +491,7 @@ static u32 sroce_resp_send(struct sroce_qp *qp, struct sk_buff *skb,
 	if (pkt->mask & SROCE_M_START) {
 		n = sroce_resp_take_rwqe(qp);
 		if (n < 0) {
-			sroce_count(sdev, SROCE_CNT_BAD_RING, 1);
+			sroce_qp_count(qp, SROCE_CNT_BAD_RING, 1);
 			return SROCE_RESP_ERROR | SROCE_RESP_FATAL;
 		}
 		if (!n)
@@ -868,11 +871,10 @@ static void sroce_resp_tx_truncate(struct sroce_qp *qp, u32 psn)
 static u32 sroce_resp_duplicate(struct sroce_qp *qp,
 				const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_resp *resp = &qp->resp;
 	u32 i;
 
-	sroce_count(sdev, SROCE_CNT_DUP_REQUESTS, 1);
+	sroce_qp_count(qp, SROCE_CNT_DUP_REQUESTS, 1);
 	if (!(pkt->mask & SROCE_M_RD_ATOMIC)) {
 		/*
 		 * Re-acknowledge where the requester asked for an ACK: one
@@ -984,7 +986,7 @@ static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
 	if (pkt->mask & SROCE_M_END)
 		resp->msn = (resp->msn + 1) & SROCE_MSN_MASK;
 	if (pkt->ackreq) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_ACKS_SENT, 1);
+		sroce_qp_count(qp, SROCE_CNT_ACKS_SENT, 1);
 		sroce_resp_queue_ack(qp, SROCE_AETH_CREDIT_INVALID, pkt->psn);
 		ret |= SROCE_RESP_KICK;
 	}
@@ -1001,7 +1003,7 @@ static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 		return sroce_resp_duplicate(qp, pkt);
 	if (c == SROCE_PSN_AHEAD) {
 		/* Packets went missing: one NAK, then wait for the resend. */
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RX_DROP_SEQ, 1);
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, 1);
 		if (resp->nak_sent)
 			return 0;
 		resp->nak_sent = true;
@@ -1016,7 +1018,6 @@ static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 static u32 sroce_resp_uc(struct sroce_qp *qp, struct sk_buff *skb,
 			 const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_resp *resp = &qp->resp;
 
 	if (pkt->psn != resp->psn) {
@@ -1025,14 +1026,14 @@ static u32 sroce_resp_uc(struct sroce_qp *qp, struct sk_buff *skb,
 	}
 	if (resp->msg == SROCE_RESP_DROP) {
 		if (!(pkt->mask & SROCE_M_START)) {
-			sroce_count(sdev, SROCE_CNT_RX_DROP_SEQ, 1);
+			sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, 1);
 			resp->psn = sroce_psn_add(pkt->psn, 1);
 			return 0;
 		}
 		resp->msg = SROCE_RESP_IDLE;
 	}
 	if (!sroce_resp_msg_in_order(resp->msg, pkt->mask)) {
-		sroce_count(sdev, SROCE_CNT_RX_DROP_SEQ, 1);
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, 1);
 		resp->msg = SROCE_RESP_DROP;
 		resp->psn = sroce_psn_add(pkt->psn, 1);
 		return 0;
@@ -1049,7 +1050,6 @@ static u32 sroce_resp_uc(struct sroce_qp *qp, struct sk_buff *skb,
 static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
 			 const struct sroce_pkt *pkt)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_resp *resp = &qp->resp;
 	u8 grh[40] = {};
 	struct sroce_cqe cqe = {};
@@ -1060,14 +1060,14 @@ static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
 	int n;
 
 	if (pkt->qkey != qkey || pkt->paylen > qp->mtu) {
-		sroce_count(sdev, SROCE_CNT_RX_DROP_MALFORMED, 1);
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_MALFORMED, 1);
 		return 0;
 	}
 	n = sroce_resp_take_rwqe(qp);
 	if (n < 0)
 		return SROCE_RESP_ERROR | SROCE_RESP_FATAL;
 	if (!n) {
-		sroce_count(sdev, SROCE_CNT_RX_DROP_STATE, 1);
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_STATE, 1);
 		return 0;
 	}
 	if (ipv4)
@@ -1085,7 +1085,7 @@ static u32 sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb,
 	if (status == SROCE_SCATTER_ODP_WAIT)
 		return sroce_resp_odp_wait(qp, pkt);
 	if (status == SROCE_SCATTER_ODP_DROP) {
-		sroce_count(sdev, SROCE_CNT_ODP_RX_DROPS, 1);
+		sroce_qp_count(qp, SROCE_CNT_ODP_RX_DROPS, 1);
 		return 0;
 	}
 	if (status != IB_WC_SUCCESS) {
@@ -1123,14 +1123,14 @@ static void sroce_resp_odp_defer(struct sroce_qp *qp, struct sk_buff *skb,
 	if (resp->odp_npending < SROCE_RESP_ODP_MAX)
 		e = kmalloc(sizeof(*e), GFP_ATOMIC);
 	if (!e) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_ODP_RX_DROPS, 1);
+		sroce_qp_count(qp, SROCE_CNT_ODP_RX_DROPS, 1);
 		return;
 	}
 	e->skb = skb_get(skb);
 	e->pkt = *pkt;
 	list_add_tail(&e->list, &resp->odp_pending);
 	resp->odp_npending++;
-	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_ODP_RX_DEFERRED, 1);
+	sroce_qp_count(qp, SROCE_CNT_ODP_RX_DEFERRED, 1);
 }
 
 /**
@@ -1185,16 +1185,14 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 
 	if (state != IB_QPS_RTR && state != IB_QPS_RTS &&
 	    state != IB_QPS_SQD && state != IB_QPS_SQE) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RX_DROP_STATE,
-			    1);
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_STATE, 1);
 		return;
 	}
 
 	spin_lock_bh(&qp->resp_lock);
 	if (qp->resp.msg == SROCE_RESP_FAILED) {
 		spin_unlock_bh(&qp->resp_lock);
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RX_DROP_STATE,
-			    1);
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_STATE, 1);
 		return;
 	}
 	/* What the doorbell reads (sroce_qp.c) to tell an answer. */
@@ -1379,7 +1377,7 @@ static struct sk_buff *sroce_resp_build(struct sroce_qp *qp,
 	skb = sroce_resp_build_lent(sdev, mr, res->va + tx->off, &pkt,
 				    *hdr_len, paylen);
 	if (skb)
-		sroce_count(sdev, SROCE_CNT_TX_LENT, 1);
+		sroce_qp_count(qp, SROCE_CNT_TX_LENT, 1);
 	else
 		skb = sroce_resp_build_copied(sdev, mr, res->va + tx->off,
 					      &pkt, *hdr_len, paylen);

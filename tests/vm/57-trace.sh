@@ -32,6 +32,13 @@
 #     counted, each followed by a rewind to a PSN no later than where the
 #     requester was; sequence NAK events sent and received exactly as many
 #     as counted, at least one, on the run's QPs;
+#   - per-QP counters ("rdma statistic qp"): B's QP bound automatically
+#     (auto type on), A's by hand (bind); after the traffic A's counter
+#     holds its RNR NAKs received (= the events) and its doorbells and not
+#     the device-only rx_packets, B's its RNR NAKs sent, and the port's
+#     totals count each event once; A unbound by hand and B's counter gone
+#     with its QP: the totals stay (ib_core keeps what released counters
+#     held; sroce counts a bound QP's events in its counter only);
 #   - events off: nothing more is recorded.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -97,6 +104,28 @@ mr_details() {
 mrs = [m for m in json.load(sys.stdin) if m.get("comm") == "python3"]
 print(" ".join(sorted("%s:%s:%s:%s:%s" % (m["mrlen"], m["drv_type"], m["drv_odp"],
       m["drv_pinned_pages"], m["drv_present_pages"]) for m in mrs)))'
+}
+
+# Per-QP counters ---------------------------------------------------------
+
+# qp_counter DEV QPN [NAME...]: the counter ("rdma statistic qp show")
+# QPN of DEV is bound to: its id, then each NAME's value ("-" for one it
+# does not show); nothing if the QP is bound to none.
+qp_counter() {
+	local dev=$1 qpn=$2
+	shift 2
+	rdma -j statistic qp show link "$dev/1" |
+		$PY -c 'import json, sys
+def qpns(v):
+    if isinstance(v, dict):
+        return [q for x in v.values() for q in qpns(x)]
+    if isinstance(v, list):
+        return [q for x in v for q in qpns(x)]
+    return [v] if isinstance(v, int) else []
+qpn = int(sys.argv[1])
+for c in json.load(sys.stdin):
+    if qpn in [q for k, v in c.items() if "qpn" in k.lower() for q in qpns(v)]:
+        print(c["cntn"], " ".join(str(c.get(n, "-")) for n in sys.argv[2:]))' "$qpn" "$@"
 }
 
 # The scripted connection ------------------------------------------------
@@ -234,7 +263,7 @@ rewinds_go_back() {
 	[ "$n" -gt 0 ]
 }
 
-tap_plan 22
+tap_plan 27
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS" || tap_bail "no tracefs"
 
@@ -249,6 +278,8 @@ mkdir "$INST" && echo 8192 >"$INST/buffer_size_kb" &&
 	echo 1 >"$INST/events/sroce/enable" || tap_bail "trace instance $INST"
 
 rnr0=$(sroce_counter sroce1 rnr_nak_sent)
+tap_check "per-QP counters: sroce1 binds each new QP automatically (a counter per QP type)" \
+	rdma statistic qp set link sroce1/1 auto type on
 mkfifo "$RUN/ctl"
 $PY "$SROCE_REPO/tests/tools/sroce_trace.py" sroce0 "$SROCE_GID_A" sroce1 "$SROCE_GID_B" \
 	<"$RUN/ctl" >"$RUN/py.out" 2>&1 &
@@ -263,6 +294,11 @@ tap_eq "ready: A's details: requester idle, sq_psn = sent_psn = una = 100, 7 ret
 	"RTS idle 100 100 100 7 7 0"
 tap_eq "... B's: responder idle, expects PSN 100, path MTU 1024" \
 	"$(qp_fields sroce1 "$QB" drv_resp_state drv_resp_epsn drv_resp_msn drv_mtu)" "idle 100 0 1024"
+rdma statistic qp bind link sroce0/1 lqpn "$QA"
+CA=$(qp_counter sroce0 "$QA" | cut -d' ' -f1) CB=$(qp_counter sroce1 "$QB" | cut -d' ' -f1)
+tap_check "... A's QP bound by hand to a counter of its own ($CA), B's bound at INIT ($CB)" \
+	test -n "$CA" -a -n "$CB"
+rx0=$(sroce_counter sroce0 rnr_nak_received)
 go
 
 next_step traffic || tap_bail "the scripted traffic failed"
@@ -278,6 +314,23 @@ TAP_VERBOSE=1 tap_check "... RNR NAKs for the SEND (psn 140, no receive WQE, tim
 		[ \$(count sroce_rnr_backoff 'sroce0 qpn $QA psn 140 wait 1280 us \\(timer 14\\) rnr_left 7') = \$n ] &&
 		[ \$(count sroce_nak_rcvd 'sroce0 qpn $QA psn 140 una 140 RNR_NAK 14 \\(timer\\)') = \$n ] &&
 		[ \$(count sroce_req_rewind 'sroce0 qpn $QA psn 141 -> 140 una 140 RNR_NAK ') = \$n ]"
+# qp_counters_ok: A's counter has the RNR NAKs it received (the events)
+# and its doorbells, no rx_packets (a device counter); B's the RNR NAKs
+# it sent; sroce0's total rose by A's count, once.
+qp_counters_ok() {
+	local n m a b
+	n=$(count sroce_nak_rcvd "sroce0 qpn $QA .*RNR_NAK") m=$(count sroce_rnr_nak_sent "sroce1 qpn $QB ")
+	a=$(qp_counter sroce0 "$QA" rnr_nak_received doorbells rx_packets)
+	b=$(qp_counter sroce1 "$QB" rnr_nak_sent)
+	echo "events: $n RNR NAKs received, $m sent; A's counter: $a; B's: $b"
+	echo "sroce0 rnr_nak_received: $rx0 -> $(sroce_counter sroce0 rnr_nak_received)"
+	[ "$n" -gt 0 ] && [ "$m" = "$n" ] &&
+	read -r _ ar ad ax <<<"$a" && [ "$ar" = "$n" ] && [ "$ad" -gt 0 ] && [ "$ax" = - ] &&
+	[ "$b" = "$CB $m" ] &&
+	[ $(($(sroce_counter sroce0 rnr_nak_received) - rx0)) = "$n" ]
+}
+TAP_VERBOSE=1 tap_check "... per-QP counters: A's has its RNR NAKs received and doorbells, no device counter; B's its RNR NAKs sent; the port's total counts each once" \
+	qp_counters_ok
 go
 
 next_step odp || tap_bail "the ODP WRITE failed"
@@ -304,6 +357,11 @@ TAP_VERBOSE=1 tap_check "... B sent NAK REM_ACCESS for psn 149, A received it" \
 tap_eq "... details: A in ERR, its requester in error; B's responder failed" \
 	"$(qp_fields sroce0 "$QA" state drv_req_state) $(qp_fields sroce1 "$QB" state drv_resp_state)" \
 	"ERR error ERR failed"
+tot0=$(sroce_counter sroce0 rnr_nak_received)
+rdma statistic qp unbind link sroce0/1 cntn "$CA" lqpn "$QA"
+tap_eq "... A unbound by hand: its counter is gone, the port's total stays" \
+	"$(qp_counter sroce0 "$QA")/$(sroce_counter sroce0 rnr_nak_received)" "/$tot0"
+tot1=$(sroce_counter sroce1 rnr_nak_sent)
 go
 
 next_step closed || tap_bail "the QPs were not destroyed"
@@ -311,6 +369,9 @@ tap_eq "closed: A's life in the trace, create to destroy" "$(qp_life sroce0 "$QA
 	"create RESET->INIT INIT->RTR RTR->RTS RTS->ERR destroy:ERR"
 tap_eq "... and B's" "$(qp_life sroce1 "$QB")" \
 	"create RESET->INIT INIT->RTR RTR->RTS RTS->ERR destroy:ERR"
+tap_eq "... B's automatic counter went with its QP, the port's total stays" \
+	"$(rdma -j statistic qp show link sroce1/1 | $PY -c 'import json, sys; t = sys.stdin.read().strip(); print(len(json.loads(t)) if t else 0)')/$(sroce_counter sroce1 rnr_nak_sent)" \
+	"0/$tot1"
 wait "$PYPID"
 tap_eq "the script saw every verb end as it should (exit status)" "$?" 0
 exec 7>&-
