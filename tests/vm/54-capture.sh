@@ -35,13 +35,25 @@ sroce_reset
 trap cleanup EXIT
 mkdir -p "$CAP"
 
-# perf TEST ARGS...: a perftest pair, sroce1 serving; a result row.
+# perf TEST ARGS...: a perftest pair, sroce1 serving; a result row, or
+# the transfer done and only the client's report missing: under the tap
+# perftest's clock calibration fails more often than sroce_pair's three
+# tries allow ("r^2 < 0.9 ... Can't produce a report", the server exits
+# 0), and what this script checks is the capture, not the figures.
 perf() {
-	local t=$1
+	local t=$1 out rc
 	shift
-	sroce_pair nsB nsA 18515 \
+	out=$(sroce_pair nsB nsA 18515 \
 		"$t" -d sroce1 -x "$SROCE_GID_B" "$@" -- \
-		"$t" -d sroce0 -x "$SROCE_GID_A" "$@" 10.77.0.2 || return 1
+		"$t" -d sroce0 -x "$SROCE_GID_A" "$@" 10.77.0.2)
+	rc=$?
+	echo "$out"
+	if [ "$rc" != 0 ]; then
+		grep -q "Can't produce a report" "$SROCE_PAIR_DIR/client" &&
+			grep "client exit" <<<"$out" | tail -n 1 |
+			grep -q "client exit 1, server exit 0"
+		return
+	fi
 	grep -qE '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client"
 }
 
