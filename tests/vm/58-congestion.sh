@@ -128,20 +128,27 @@ echo 2 >"$CC/ecn"
 tap_check "ECN: not-ECT with congestion control off" ecn_off
 echo 1 >"$CC/enable"
 
-# The bottleneck: RoCE (UDP 4791) from nsA through 100 Mbit/s with RED
+# The bottleneck: RoCE (UDP 4791) out of DEV through 100 Mbit/s with RED
 # marking CE (dropping what is not ECN-capable); the rest unshaped.
-shape() {
-	local t=(ip netns exec nsA tc)
-	"${t[@]}" qdisc del dev vethA root 2>/dev/null
-	"${t[@]}" qdisc add dev vethA root handle 1: htb default 20 r2q 100 &&
-	"${t[@]}" class add dev vethA parent 1: classid 1:10 htb rate 100mbit ceil 100mbit &&
-	"${t[@]}" class add dev vethA parent 1: classid 1:20 htb rate 10gbit &&
-	"${t[@]}" qdisc add dev vethA parent 1:10 handle 10: red limit 400000 \
+# shape_on DEV NSEXEC...: on DEV, tc run through NSEXEC; SHAPE_MATCH
+# (an array of u32 matches) narrows what takes the bottleneck.
+shape_on() {
+	local dev=$1 t
+	shift
+	t=("$@" tc)
+	"${t[@]}" qdisc del dev "$dev" root 2>/dev/null
+	"${t[@]}" qdisc add dev "$dev" root handle 1: htb default 20 r2q 100 &&
+	"${t[@]}" class add dev "$dev" parent 1: classid 1:10 htb rate 100mbit ceil 100mbit &&
+	"${t[@]}" class add dev "$dev" parent 1: classid 1:20 htb rate 10gbit &&
+	"${t[@]}" qdisc add dev "$dev" parent 1:10 handle 10: red limit 400000 \
 		min 30000 max 90000 avpkt 1100 burst 55 probability 0.1 \
 		bandwidth 100mbit ecn &&
-	"${t[@]}" filter add dev vethA parent 1: protocol ip prio 1 u32 \
-		match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:10
+	"${t[@]}" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
+		match ip protocol 17 0xff match ip dport 4791 0xffff \
+		"${SHAPE_MATCH[@]}" flowid 1:10
 }
+SHAPE_MATCH=()
+shape() { shape_on vethA ip netns exec nsA; }
 # red STAT: RED's count (marked, early, pdrop) since shape().
 red() {
 	ip netns exec nsA tc -s qdisc show dev vethA |
@@ -182,8 +189,12 @@ mkdir -p "$INST" && echo 4096 >"$INST/buffer_size_kb" &&
 	for e in sroce_cnp_sent sroce_cnp_rcvd sroce_cc_rate; do
 		echo 1 >"$INST/events/sroce/$e/enable"
 	done || tap_diag "trace instance $INST"
-# Resource details of sroce0's QPs 4 s into the congested stream.
-(sleep 5; rdma -j -dd resource show qp link sroce0/1 >"$CAP/res.json" 2>&1) &
+# Resource details of sroce0's QPs, once a second through the stream
+# (when it starts depends on the guest's pace).
+(for i in $(seq 1 14); do
+	sleep 1
+	rdma -j -dd resource show qp link sroce0/1 >"$CAP/res.$i.json" 2>&1
+done) &
 RES_PID=$!
 capture_start nsB vethB "$CAP/cong.pcap" \
 	"udp port 4791 and (ip[1] & 3 == 3 or udp[8] == 0x81)" ||
@@ -228,12 +239,18 @@ cat "$INST/trace" >"$CAP/trace.txt"
 rmdir "$INST"
 QPD=$((QPN))
 res_rate() {
-	python3 -c 'import json, sys
-qs = [q for q in json.load(open(sys.argv[1])) if q.get("lqpn") == int(sys.argv[2])]
-f = [qs[0].get("drv_" + k) for k in ("cc_rate_kbps", "cc_target_kbps", "cc_alpha")] if qs else []
-print("QP", sys.argv[2], "rate, target, alpha:", f)
-sys.exit(not (f and None not in f and f[0] > 0 and f[1] >= f[0] and f[2] <= 1024))' \
-		"$CAP/res.json" "$QPD"
+	python3 -c 'import glob, json, sys
+seen = []
+for name in sorted(glob.glob(sys.argv[1] + "/res.*.json")):
+    try:
+        qs = [q for q in json.load(open(name)) if q.get("lqpn") == int(sys.argv[2])]
+    except ValueError:
+        continue
+    if qs:
+        seen.append([qs[0].get("drv_" + k) for k in ("cc_rate_kbps", "cc_target_kbps", "cc_alpha")])
+print("QP", sys.argv[2], "rate, target, alpha, a second apart:", seen)
+sys.exit(not any(None not in f and f[0] > 0 and f[1] >= f[0] and f[2] <= 1024 for f in seen))' \
+		"$CAP" "$QPD"
 }
 tap_check "resource details: the congested QP $QPN shows its rate (cc_rate_kbps > 0, target >= rate, alpha)" res_rate
 traced() {
@@ -278,29 +295,17 @@ tap_check "nothing malformed, corrupt or unrouted" sroce_nothing_malformed
 sroce_reset
 sroce_rxe_pair || tap_bail "set-up: rxe0 on vethA, sroce1 in nsB"
 RXE_NS=(); [ "$SROCE_RXE_NS" = - ] || RXE_NS=(ip netns exec "$SROCE_RXE_NS")
-# shape_on NSEXEC DEV: the bottleneck of shape() on DEV.
-shape_on() {
-	local dev=$1 t
-	shift
-	t=("$@" tc)
-	"${t[@]}" qdisc del dev "$dev" root 2>/dev/null
-	"${t[@]}" qdisc add dev "$dev" root handle 1: htb default 20 r2q 100 &&
-	"${t[@]}" class add dev "$dev" parent 1: classid 1:10 htb rate 100mbit ceil 100mbit &&
-	"${t[@]}" class add dev "$dev" parent 1: classid 1:20 htb rate 10gbit &&
-	"${t[@]}" qdisc add dev "$dev" parent 1:10 handle 10: red limit 400000 \
-		min 30000 max 90000 avpkt 1100 burst 55 probability 0.1 \
-		bandwidth 100mbit ecn &&
-	"${t[@]}" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
-		match ip protocol 17 0xff match ip dport 4791 0xffff flowid 1:10
-}
 # marked_on NSEXEC DEV: RED's CE marks on DEV.
 marked_on() {
 	local dev=$1
 	shift
 	"$@" tc -s qdisc show dev "$dev" | sed -n 's/.* marked \([0-9]*\).*/\1/p' | head -n 1
 }
+# With rdma_cm, only the ECT(0) data takes the bottleneck: the CM's MADs
+# (QP1, not ECN-capable) would be RED's to drop, and a lost DREQ leaves
+# perftest waiting out its timeout (seen once, server exit 124).
 from_rxe() {
-	local cnp0 m
+	local cnp0 m SHAPE_MATCH=(match ip tos 0x02 0x03)
 	shape_on vethA "${RXE_NS[@]}" || return 1
 	cnp0=$(c1 np_cnp_sent)
 	sroce_cm_pair nsB "$SROCE_RXE_NS" 18515 \
@@ -315,7 +320,7 @@ from_rxe() {
 }
 tap_check "rxe0 -> sroce1, ECT(0) through the bottleneck: sroce1 sends CNPs, rxe0's stream completes" from_rxe
 to_rxe() {
-	local h0 p0 m
+	local h0 p0 m SHAPE_MATCH=(match ip tos 0x02 0x03)
 	shape_on vethB ip netns exec nsB || return 1
 	h0=$(c1 rp_cnp_handled) p0=$(c1 rp_paced_waits)
 	sroce_cm_pair "$SROCE_RXE_NS" nsB 18515 \
