@@ -591,6 +591,25 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 }
 
 /*
+ * Unacknowledged PSNs the requester may have: SROCE_REQ_WINDOW, or less
+ * while congestion control limits the QP's rate (sroce_cc.c): a window of
+ * what the rate sends in a while bounds what the QP can pile up in a
+ * bottleneck's queue before CNPs slow it, as a TCP window does.
+ */
+static u32 sroce_req_window(const struct sroce_qp *qp)
+{
+	u32 cc = sroce_cc_window(qp);
+
+	return cc && cc < SROCE_REQ_WINDOW ? cc : SROCE_REQ_WINDOW;
+}
+
+/* Packets between AckReqs: a quarter of the window keeps it open. */
+static u32 sroce_req_ack_every(const struct sroce_qp *qp)
+{
+	return clamp_t(u32, sroce_req_window(qp) / 4, 1, SROCE_REQ_ACK_EVERY);
+}
+
+/*
  * Will the WQE after the current one go out right behind it, in this
  * pass? Then the AckReq of the current message's last packet can wait
  * for a later packet (SROCE_REQ_ACK_EVERY at most): an ACK covers every
@@ -614,7 +633,7 @@ static bool sroce_req_followed(struct sroce_qp *qp, u32 una)
 	if (sroce_wqe_is_local(wqe->opcode) || !sroce_req_has_credit(qp, wqe))
 		return false;
 	return sroce_psn_diff(sroce_psn_add(qp->req.psn, 1), una) <
-	       SROCE_REQ_WINDOW;
+	       sroce_req_window(qp);
 }
 
 /*
@@ -681,7 +700,7 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 		pkt->ackreq = true;
 	else if (sroce_qp_reliable_req(qp) && !(mask & SROCE_M_READ) &&
 		 !(mask & SROCE_M_ATOMIC)) {
-		if (++qp->req.noack >= SROCE_REQ_ACK_EVERY || ack_now) {
+		if (++qp->req.noack >= sroce_req_ack_every(qp) || ack_now) {
 			pkt->ackreq = true;
 			qp->req.noack = 0;
 		}
@@ -802,7 +821,7 @@ static bool sroce_req_may_send(struct sroce_qp *qp,
 		return true;
 	if (qp->req.probing && qp->req.psn != qp->req.probe_psn)
 		return false;
-	if (sroce_psn_diff(qp->req.psn, una) >= SROCE_REQ_WINDOW)
+	if (sroce_psn_diff(qp->req.psn, una) >= sroce_req_window(qp))
 		return false;
 	if (!fresh)
 		return true;
@@ -898,7 +917,9 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		if (!sroce_cc_may_send(qp))
 			return SROCE_REQ_WAIT;
 		ack_now = *budget <= 1 || req->probing ||
-			  (last && !sroce_req_followed(qp, una));
+			  (last && !sroce_req_followed(qp, una)) ||
+			  sroce_psn_diff(sroce_psn_add(req->psn, 1), una) >=
+			  sroce_req_window(qp);
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
 		sroce_req_paced(qp, &pkt, paylen);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)

@@ -71,7 +71,7 @@ defaults() {
 		rp_time_reset=300 rp_byte_reset=32767 rp_threshold=1
 		rp_rate_reduce_monitor_period=4 rp_initial_alpha_value=1023
 		rp_dce_tcp_g=1019 rp_dce_tcp_rtt=55 rp_clamp_tgt_rate=0
-		rp_min_dec_fac=50 rp_rate_to_set_on_first_cnp=0) rc=0
+		rp_min_dec_fac=50 rp_rate_to_set_on_first_cnp=0 rp_window_us=1000) rc=0
 	[ "$(find "$CC" -maxdepth 1 -type f | wc -l)" = "${#want[@]}" ] ||
 		{ echo "files: $(ls "$CC")"; rc=1; }
 	for kv in "${want[@]}"; do
@@ -80,7 +80,7 @@ defaults() {
 	done
 	return $rc
 }
-tap_check "cc parameters: all 21 there, with their defaults" defaults
+tap_check "cc parameters: all 22 there, with their defaults" defaults
 
 # refused FILE VALUE: the write fails and the value stays.
 refused() {
@@ -247,12 +247,17 @@ for name in sorted(glob.glob(sys.argv[1] + "/res.*.json")):
     except ValueError:
         continue
     if qs:
-        seen.append([qs[0].get("drv_" + k) for k in ("cc_rate_kbps", "cc_target_kbps", "cc_alpha")])
-print("QP", sys.argv[2], "rate, target, alpha, a second apart:", seen)
-sys.exit(not any(None not in f and f[0] > 0 and f[1] >= f[0] and f[2] <= 1024 for f in seen))' \
+        seen.append([qs[0].get("drv_" + k) for k in ("cc_rate_kbps", "cc_target_kbps", "cc_alpha", "cc_window", "mtu")])
+print("QP", sys.argv[2], "rate, target, alpha, window, mtu, a second apart:", seen)
+# The window: what the rate sends in rp_window_us (1 ms), in packets of
+# the MTU and 62 bytes of headers (Ethernet, IPv6, UDP), at least 4 (and below the 128 of an
+# unlimited QP at these rates).
+def window_ok(f):
+    return f[3] == max(4, f[0] * 1000 // 8 // 1000 // (f[4] + 62))
+sys.exit(not any(None not in f and f[0] > 0 and f[1] >= f[0] and f[2] <= 1024 and window_ok(f) for f in seen))' \
 		"$CAP" "$QPD"
 }
-tap_check "resource details: the congested QP $QPN shows its rate (cc_rate_kbps > 0, target >= rate, alpha)" res_rate
+tap_check "resource details: the congested QP $QPN shows its rate (cc_rate_kbps > 0, target >= rate, alpha) and its window" res_rate
 traced() {
 	local s r c
 	s=$(grep -c "sroce_cnp_sent: sroce1 qpn [0-9]* CNP to qpn $QPD\$" "$CAP/trace.txt")
