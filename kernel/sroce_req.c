@@ -595,8 +595,13 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
  * while congestion control limits the QP's rate (sroce_cc.c): a window of
  * what the rate sends in a while bounds what the QP can pile up in a
  * bottleneck's queue before CNPs slow it, as a TCP window does.
+ *
+ * Signed, as sroce_psn_diff() is: the requester stands behind una after a
+ * rewind that late ACKs overtook, and a negative distance compared with
+ * an unsigned window turns huge — the window looked full, the QP stalled
+ * (caught by 32-rc-integrity and 36-faults under netem reordering).
  */
-static u32 sroce_req_window(const struct sroce_qp *qp)
+static s32 sroce_req_window(const struct sroce_qp *qp)
 {
 	u32 cc = sroce_cc_window(qp);
 
@@ -606,7 +611,7 @@ static u32 sroce_req_window(const struct sroce_qp *qp)
 /* Packets between AckReqs: a quarter of the window keeps it open. */
 static u32 sroce_req_ack_every(const struct sroce_qp *qp)
 {
-	return clamp_t(u32, sroce_req_window(qp) / 4, 1, SROCE_REQ_ACK_EVERY);
+	return clamp_t(s32, sroce_req_window(qp) / 4, 1, SROCE_REQ_ACK_EVERY);
 }
 
 /*
@@ -917,9 +922,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		if (!sroce_cc_may_send(qp))
 			return SROCE_REQ_WAIT;
 		ack_now = *budget <= 1 || req->probing ||
-			  (last && !sroce_req_followed(qp, una)) ||
-			  sroce_psn_diff(sroce_psn_add(req->psn, 1), una) >=
-			  sroce_req_window(qp);
+			  (last && !sroce_req_followed(qp, una));
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
 		sroce_req_paced(qp, &pkt, paylen);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
