@@ -148,6 +148,7 @@ struct sroce_cc_params {
 	u32 rp_clamp_tgt_rate;
 	u32 rp_min_dec_fac;		/* percent */
 	u32 rp_rate_to_set_on_first_cnp;
+	u32 rp_window_us;		/* sroce's: in-flight bound, 0: none */
 };
 
 struct sroce_dev {
@@ -611,6 +612,7 @@ struct sroce_cc_qp {
 	u64 sample_bytes[2];		/* the last two stamps */
 	u64 sample_ns[2];
 	u64 cnp_ns;			/* NP: last CNP sent (cmpxchg) */
+	u32 window;			/* PSNs in flight while limited, 0: any */
 };
 
 struct sroce_qp {
@@ -1014,7 +1016,18 @@ void sroce_cc_rcv(struct sroce_qp *qp, const struct sk_buff *skb,
 void sroce_cc_cnp_rcv(struct sroce_qp *qp);
 bool sroce_cc_may_send(struct sroce_qp *qp);
 bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen);
-void sroce_cc_res(struct sroce_qp *qp, u32 *rate, u32 *target, u32 *alpha);
+
+/* PSNs a rate-limited QP may have unacknowledged; 0: no bound of its own. */
+static inline u32 sroce_cc_window(const struct sroce_qp *qp)
+{
+	return READ_ONCE(qp->cc.window);
+}
+
+struct sroce_cc_res {
+	u32 rate, target, alpha, window;
+};
+
+void sroce_cc_res(struct sroce_qp *qp, struct sroce_cc_res *r);
 void sroce_cc_qp_init(struct sroce_qp *qp);
 void sroce_cc_qp_start(struct sroce_qp *qp);
 void sroce_cc_qp_stop(struct sroce_qp *qp);

@@ -80,6 +80,8 @@
  */
 #define SROCE_CC_SAMPLE_BYTES	(64U << 10)
 #define SROCE_CC_SAMPLE_NS	(500 * NSEC_PER_USEC)
+/* The fewest packets a window lets a limited QP have in flight. */
+#define SROCE_CC_WINDOW_PKTS	4
 /* Bytes on the wire besides the BTH onward: Ethernet, IP, UDP. */
 #define SROCE_CC_WIRE_V4	(ETH_HLEN + 20 + 8)
 #define SROCE_CC_WIRE_V6	(ETH_HLEN + 40 + 8)
@@ -112,6 +114,7 @@ static const struct sroce_cc_params sroce_cc_defaults = {
 	.rp_clamp_tgt_rate = 0,
 	.rp_min_dec_fac = 50,
 	.rp_rate_to_set_on_first_cnp = 0,
+	.rp_window_us = 1000,
 };
 
 void sroce_cc_dev_init(struct sroce_dev *sdev)
@@ -193,12 +196,31 @@ static s64 sroce_cc_depth(const struct sroce_qp *qp)
 	return max(sroce_cc_bytes_in(qp->cc.rc_kbps, SROCE_CC_BURST_NS), pkts);
 }
 
+/*
+ * The window of a limited QP at @kbps: what that rate sends in
+ * rp_window_us, in packets of the path MTU (at least WINDOW_PKTS);
+ * 0 (none of its own) while it is unlimited or the parameter is 0.
+ */
+static u32 sroce_cc_window_for(const struct sroce_qp *qp, u32 kbps)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	u64 us = CC_PARAM(rp_window_us);
+	u64 pkts;
+
+	if (!us || !qp->cc.limited)
+		return 0;
+	pkts = div_u64(sroce_cc_bytes_in(kbps, us * NSEC_PER_USEC),
+		       qp->mtu + SROCE_CC_WIRE_V6);
+	return clamp_t(u64, pkts, SROCE_CC_WINDOW_PKTS, U16_MAX);
+}
+
 static void sroce_cc_set_rate(struct sroce_qp *qp, u32 rc, u32 rt)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
 
 	cc->rc_kbps = rc;
 	cc->rt_kbps = rt;
+	WRITE_ONCE(cc->window, sroce_cc_window_for(qp, rc));
 	trace_sroce_cc_rate(qp, rc, rt, cc->alpha, cc->limited);
 }
 
@@ -375,6 +397,9 @@ static void sroce_cc_reduce(struct sroce_qp *qp, u64 now)
 	 * The current rate is what the QP sends: hardware's sends at its
 	 * rate, a software QP may send far less than it is allowed (the CPU,
 	 * its window), and a cut of a rate it does not reach changes nothing.
+	 * (Cuts from Rc alone were tried: a QP whose first cut started from
+	 * a measure taken while a queue filled climbed back to a rate it
+	 * never sent, unpaced, and the queue overflowed.)
 	 */
 	rc = sroce_cc_measured_kbps(qp, now);
 	if (rc && rc < cc->rc_kbps)
@@ -546,19 +571,20 @@ bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen)
 /**
  * sroce_cc_res - a QP's rate state for its resource details
  * @qp: the QP
- * @rate: Rc in kb/s, 0 while the QP is not rate-limited
- * @target: Rt in kb/s, 0 likewise
- * @alpha: DCQCN's alpha (1024 = 1) as of its last update
+ * @r: its rate (Rc) and target (Rt) in kb/s, 0 while the QP is not
+ *     rate-limited; DCQCN's alpha (1024 = 1) as of its last update; its
+ *     window in PSNs, 0 while it has none of its own
  */
-void sroce_cc_res(struct sroce_qp *qp, u32 *rate, u32 *target, u32 *alpha)
+void sroce_cc_res(struct sroce_qp *qp, struct sroce_cc_res *r)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
 	unsigned long flags;
 
 	spin_lock_irqsave(&cc->lock, flags);
-	*rate = cc->limited ? cc->rc_kbps : 0;
-	*target = cc->limited ? cc->rt_kbps : 0;
-	*alpha = cc->alpha;
+	r->rate = cc->limited ? cc->rc_kbps : 0;
+	r->target = cc->limited ? cc->rt_kbps : 0;
+	r->alpha = cc->alpha;
+	r->window = cc->window;
 	spin_unlock_irqrestore(&cc->lock, flags);
 }
 
@@ -759,6 +785,7 @@ CC_ATTR(rp_dce_tcp_rtt, CC_MAX_USEC);
 CC_ATTR(rp_clamp_tgt_rate, 1);
 CC_ATTR(rp_min_dec_fac, 100);
 CC_ATTR(rp_rate_to_set_on_first_cnp, CC_MAX_MBPS);
+CC_ATTR(rp_window_us, CC_MAX_USEC);
 
 static struct attribute *sroce_cc_attrs[] = {
 	&sroce_cc_attr_enable.attr.attr,
@@ -782,6 +809,7 @@ static struct attribute *sroce_cc_attrs[] = {
 	&sroce_cc_attr_rp_clamp_tgt_rate.attr.attr,
 	&sroce_cc_attr_rp_min_dec_fac.attr.attr,
 	&sroce_cc_attr_rp_rate_to_set_on_first_cnp.attr.attr,
+	&sroce_cc_attr_rp_window_us.attr.attr,
 	NULL,
 };
 

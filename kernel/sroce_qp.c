@@ -806,7 +806,7 @@ struct sroce_qp_res {
 	const char *req;
 	/* responder, under resp_lock */
 	u32 epsn, msn, answers, rd_answers, odp_held;
-	u32 cc_rate, cc_target, cc_alpha;	/* kb/s, kb/s, 1/1024 */
+	struct sroce_cc_res cc;
 	bool nak_sent;
 	const char *resp;
 };
@@ -909,9 +909,10 @@ static int sroce_qp_res_put(struct sk_buff *msg, const struct sroce_qp *qp,
 		SROCE_RES("resp_odp_held", U32, r->odp_held),
 		SROCE_RES("mtu", U32, qp->mtu),
 		SROCE_RES("udp_sport", U32, qp->src_port),
-		SROCE_RES("cc_rate_kbps", U32, r->cc_rate),
-		SROCE_RES("cc_target_kbps", U32, r->cc_target),
-		SROCE_RES("cc_alpha", U32, r->cc_alpha),
+		SROCE_RES("cc_rate_kbps", U32, r->cc.rate),
+		SROCE_RES("cc_target_kbps", U32, r->cc.target),
+		SROCE_RES("cc_alpha", U32, r->cc.alpha),
+		SROCE_RES("cc_window", U32, r->cc.window),
 	};
 
 	return sroce_res_put(msg, f, ARRAY_SIZE(f));
@@ -929,7 +930,7 @@ int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 
 	sroce_qp_res_req(qp, &r);
 	sroce_qp_res_resp(qp, &r);
-	sroce_cc_res(qp, &r.cc_rate, &r.cc_target, &r.cc_alpha);
+	sroce_cc_res(qp, &r.cc);
 	return sroce_qp_res_put(msg, qp, &r);
 }
 
