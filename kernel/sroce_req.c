@@ -608,6 +608,21 @@ static s32 sroce_req_window(const struct sroce_qp *qp)
 	return cc && cc < SROCE_REQ_WINDOW ? cc : SROCE_REQ_WINDOW;
 }
 
+/*
+ * Is the window full? A window that shrank (a rate cut, the first CNP of
+ * an unlimited QP) under packets sent without an AckReq would wait for
+ * ACKs nobody asked for, until the retransmission timer: one packet past
+ * it then goes, and asks (sroce_req_step()).
+ */
+static bool sroce_req_window_full(const struct sroce_qp *qp, u32 una)
+{
+	s32 inflight = sroce_psn_diff(qp->req.psn, una);
+
+	if (inflight < sroce_req_window(qp))
+		return false;
+	return qp->req.noack == 0 || inflight >= SROCE_REQ_WINDOW;
+}
+
 /* Packets between AckReqs: a quarter of the window keeps it open. */
 static u32 sroce_req_ack_every(const struct sroce_qp *qp)
 {
@@ -826,7 +841,7 @@ static bool sroce_req_may_send(struct sroce_qp *qp,
 		return true;
 	if (qp->req.probing && qp->req.psn != qp->req.probe_psn)
 		return false;
-	if (sroce_psn_diff(qp->req.psn, una) >= sroce_req_window(qp))
+	if (sroce_req_window_full(qp, una))
 		return false;
 	if (!fresh)
 		return true;
@@ -922,7 +937,9 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		if (!sroce_cc_may_send(qp))
 			return SROCE_REQ_WAIT;
 		ack_now = *budget <= 1 || req->probing ||
-			  (last && !sroce_req_followed(qp, una));
+			  (last && !sroce_req_followed(qp, una)) ||
+			  sroce_psn_diff(sroce_psn_add(req->psn, 1), una) >=
+			  sroce_req_window(qp);
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
 		sroce_req_paced(qp, &pkt, paylen);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
