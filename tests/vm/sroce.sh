@@ -437,8 +437,46 @@ _sroce_clock_retry() {
 	return "$rc"
 }
 
+# _sroce_wait_pair SERVER_PID CLIENT_PID: waits for both and sets src and
+# crc to their exit statuses. When one fails the other gets
+# SROCE_PAIR_GRACE seconds (default 10) and is then terminated: perftest
+# waits until its SROCE_PAIR_TMO for a peer that exited (a failed clock
+# calibration, "Can't produce a report"), and a retry after 120 s idle
+# ran 47 past its limit.
+_sroce_wait_pair() {
+	local spid=$1 cpid=$2 i left rc
+	while kill -0 "$spid" 2>/dev/null && kill -0 "$cpid" 2>/dev/null; do
+		sleep 0.1
+	done
+	if kill -0 "$cpid" 2>/dev/null; then
+		wait "$spid"; src=$?; left=$cpid
+	else
+		wait "$cpid"; crc=$?; left=$spid
+	fi
+	if [ "${src:-0}" != 0 ] || [ "${crc:-0}" != 0 ]; then
+		for ((i = 0; i < ${SROCE_PAIR_GRACE:-10} * 10; i++)); do
+			kill -0 "$left" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$left" 2>/dev/null; then
+			echo "still running ${SROCE_PAIR_GRACE:-10} s after its peer failed: terminated"
+			_sroce_kill_tree "$left"
+		fi
+	fi
+	wait "$left"
+	rc=$?
+	if [ "$left" = "$cpid" ]; then crc=$rc; else src=$rc; fi
+}
+
+# _sroce_kill_tree PID: SIGTERM to PID's descendants, then to PID.
+_sroce_kill_tree() {
+	local c
+	for c in $(pgrep -P "$1"); do _sroce_kill_tree "$c"; done
+	kill -TERM "$1" 2>/dev/null
+}
+
 _sroce_pair_once() {
-	local sns=$1 cns=$2 port=$3 srv=() cli=() spid src crc
+	local sns=$1 cns=$2 port=$3 srv=() cli=() spid cpid src crc
 	shift 3
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
@@ -449,10 +487,10 @@ _sroce_pair_once() {
 	spid=$!
 	if [ "$sns" = - ]; then vm_wait_listen "$port" 30; else vm_wait_listen -n "$sns" "$port" 30; fi
 	_sroce_in_ns "$cns" timeout "${SROCE_PAIR_TMO:-120}" "${cli[@]}" \
-		>"$SROCE_PAIR_DIR/client" 2>&1 </dev/null
-	crc=$?
-	wait "$spid"
-	src=$?
+		>"$SROCE_PAIR_DIR/client" 2>&1 </dev/null &
+	cpid=$!
+	src='' crc=''
+	_sroce_wait_pair "$spid" "$cpid"
 	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
 		echo "client exit $crc, server exit $src"
 		# stderr lands before stdout's buffered lines: show errors first.
@@ -517,7 +555,7 @@ sroce_cm_pair() {
 }
 
 _sroce_cm_pair_once() {
-	local sns=$1 cns=$2 port=$3 srv=() cli=() spid src crc i
+	local sns=$1 cns=$2 port=$3 srv=() cli=() spid cpid src crc i
 	shift 3
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
@@ -536,10 +574,10 @@ _sroce_cm_pair_once() {
 		sleep 0.1
 	done
 	_sroce_in_ns "$cns" timeout "${SROCE_PAIR_TMO:-120}" "${cli[@]}" \
-		>"$SROCE_PAIR_DIR/client" 2>&1 </dev/null
-	crc=$?
-	wait "$spid"
-	src=$?
+		>"$SROCE_PAIR_DIR/client" 2>&1 </dev/null &
+	cpid=$!
+	src='' crc=''
+	_sroce_wait_pair "$spid" "$cpid"
 	if [ "$crc" != 0 ] || [ "$src" != 0 ]; then
 		echo "client exit $crc, server exit $src"
 		echo "--- client:"; tail -n 15 "$SROCE_PAIR_DIR/client"
