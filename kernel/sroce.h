@@ -111,6 +111,8 @@ enum sroce_counter {
 	SROCE_CNT_RP_CNP_HANDLED,	/* CNPs that a QP's rate reacted to */
 	SROCE_CNT_RP_CNP_IGNORED,	/* CNPs with reaction off or no sender */
 	SROCE_CNT_RP_PACED,		/* requester passes held by the pacer */
+	SROCE_CNT_RX_REORDER_HELD,	/* RC requests held past a gap */
+	SROCE_CNT_RX_REORDER_TIMEOUTS,	/* gaps that stayed: a sequence NAK */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -574,6 +576,10 @@ struct sroce_resp {
 	/* UD datagrams waiting for an ODP page, in arrival order */
 	struct list_head odp_pending;
 	u32 odp_npending;
+	/* RC requests that arrived past a missing one, in PSN order */
+	struct list_head held;
+	u32 nheld;
+	struct hrtimer held_timer;	/* when the gap counts as a loss */
 	/*
 	 * XRC target: the SRQ the packet being handled names (held while
 	 * it is handled, else NULL), and the one of the message under way

@@ -345,6 +345,8 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_RP_CNP_HANDLED] = { .name = "rp_cnp_handled" },
 	[SROCE_CNT_RP_CNP_IGNORED] = { .name = "rp_cnp_ignored" },
 	[SROCE_CNT_RP_PACED] = { .name = "rp_paced_waits" },
+	[SROCE_CNT_RX_REORDER_HELD] = { .name = "rx_reorder_held" },
+	[SROCE_CNT_RX_REORDER_TIMEOUTS] = { .name = "rx_reorder_timeouts" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);
@@ -413,6 +415,8 @@ static int sroce_get_hw_stats(struct ib_device *ibdev,
 			   BIT_ULL(SROCE_CNT_RESP_DROP) | \
 			   BIT_ULL(SROCE_CNT_TX_LENT) | \
 			   BIT_ULL(SROCE_CNT_RX_DROP_SEQ) | \
+			   BIT_ULL(SROCE_CNT_RX_REORDER_HELD) | \
+			   BIT_ULL(SROCE_CNT_RX_REORDER_TIMEOUTS) | \
 			   BIT_ULL(SROCE_CNT_ODP_RNR_NAK_SENT) | \
 			   BIT_ULL(SROCE_CNT_ODP_REQ_WAITS) | \
 			   BIT_ULL(SROCE_CNT_ODP_RX_DROPS) | \

@@ -8,7 +8,17 @@
  * MR; READ, atomics, ATOMIC WRITE and FLUSH recorded as resources), one
  * beyond it earns a single sequence NAK, one before it is a duplicate:
  * SEND and WRITE are acknowledged again, the others are answered again
- * from their resource (an atomic is never executed twice). Every access is checked
+ * from their resource (an atomic is never executed twice).
+ *
+ * Reordering: paths reorder (a veth's receive runs on the CPU that sent,
+ * so two bursts of one QP sent from two CPUs race; ECMP), and a sequence
+ * NAK costs a go-back-N resend of all that followed the gap. So an RC
+ * responder holds a request beyond the expected PSN, for up to
+ * reorder_us (at most SROCE_RESP_HELD_MAX requests, within as many PSNs
+ * of the expected one), instead of NAKing it: when the missing request
+ * arrives, the held ones that follow it execute in order; when the time
+ * runs out first, the gap is a loss: one sequence NAK, and the held
+ * requests are dropped (the resend brings them again). Every access is checked
  * against the MR's key, PD, access rights and bounds before a byte moves;
  * a failed check is answered with a NAK and moves the QP to error. From
  * the request that failed on, the responder takes nothing more
@@ -28,7 +38,7 @@
  * of a message must name the one its first packet named.
  *
  * Locking: qp->resp_lock guards struct sroce_resp (softirq, and bh off
- * elsewhere). Under it: qp->rq_lock (the receive ring), then a CQ's lock.
+ * elsewhere; the held requests' timer takes it too). Under it: qp->rq_lock (the receive ring), then a CQ's lock.
  * The transmit task drops resp_lock around each packet it sends.
  */
 
@@ -53,6 +63,11 @@ module_param_named(credits, sroce_credits, bool, 0644);
 MODULE_PARM_DESC(credits,
 		 "Advertise receive WQEs in ACKs (end-to-end flow control; default: on)");
 
+static unsigned int sroce_reorder_us = 500;
+module_param_named(reorder_us, sroce_reorder_us, uint, 0644);
+MODULE_PARM_DESC(reorder_us,
+		 "How long an RC responder holds requests that arrived past a missing one before it NAKs the gap (microseconds; 0: NAK at once; default 500)");
+
 /* What handling a request leaves to do once resp_lock is dropped. */
 #define SROCE_RESP_KICK		BIT(0)	/* run the transmit task */
 #define SROCE_RESP_ERROR	BIT(1)	/* move the QP to ERR */
@@ -61,8 +76,11 @@ MODULE_PARM_DESC(credits,
 
 /* UD datagrams a QP holds while a page of its receive WQE faults in. */
 #define SROCE_RESP_ODP_MAX	64
+/* RC requests a QP holds past a gap, and how far past it they may be. */
+#define SROCE_RESP_HELD_MAX	64
 
-struct sroce_resp_odp_pkt {
+/* A packet held for later: an ODP page, or a gap before it. */
+struct sroce_resp_held_pkt {
 	struct list_head list;
 	struct sk_buff *skb;		/* a reference of its own */
 	struct sroce_pkt pkt;
@@ -70,7 +88,7 @@ struct sroce_resp_odp_pkt {
 
 static void sroce_resp_odp_free(struct list_head *list)
 {
-	struct sroce_resp_odp_pkt *e, *next;
+	struct sroce_resp_held_pkt *e, *next;
 
 	list_for_each_entry_safe(e, next, list, list) {
 		kfree_skb(e->skb);
@@ -84,6 +102,15 @@ static void sroce_resp_odp_purge(struct sroce_qp *qp, struct list_head *to)
 	list_splice_init(&qp->resp.odp_pending, to);
 	qp->resp.odp_npending = 0;
 }
+
+/* Drop the requests held past a gap onto @to; under resp_lock. */
+static void sroce_resp_held_purge(struct sroce_qp *qp, struct list_head *to)
+{
+	list_splice_tail_init(&qp->resp.held, to);
+	qp->resp.nheld = 0;
+}
+
+static enum hrtimer_restart sroce_resp_held_timer(struct hrtimer *t);
 
 /* Resources and transmit queue -------------------------------------- */
 
@@ -110,7 +137,10 @@ int sroce_resp_init(struct sroce_qp *qp, u32 max_sge, gfp_t gfp)
 {
 	struct sroce_resp *resp = &qp->resp;
 
+	hrtimer_setup(&resp->held_timer, sroce_resp_held_timer,
+		      CLOCK_MONOTONIC, HRTIMER_MODE_REL_SOFT);
 	INIT_LIST_HEAD(&resp->odp_pending);
+	INIT_LIST_HEAD(&resp->held);
 	resp->sge = kcalloc(max(max_sge, 1U), sizeof(*resp->sge), gfp);
 	resp->nres = 1;
 	resp->res = kcalloc(resp->nres, sizeof(*resp->res), gfp);
@@ -127,10 +157,14 @@ void sroce_resp_free(struct sroce_qp *qp)
 {
 	struct sroce_resp_tx *txq;
 
-	/* The QP is unpublished: no fault's work holds it any more. */
+	/* The QP is unpublished: no fault's work, no packet holds it. */
+	hrtimer_cancel(&qp->resp.held_timer);
 	sroce_resp_odp_free(&qp->resp.odp_pending);
 	INIT_LIST_HEAD(&qp->resp.odp_pending);
 	qp->resp.odp_npending = 0;
+	sroce_resp_odp_free(&qp->resp.held);
+	INIT_LIST_HEAD(&qp->resp.held);
+	qp->resp.nheld = 0;
 	kfree(qp->resp.sge);
 	kfree(qp->resp.res);
 	qp->resp.sge = NULL;
@@ -191,8 +225,10 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	struct sroce_resp *resp = &qp->resp;
 	LIST_HEAD(held);
 
+	hrtimer_cancel(&resp->held_timer);
 	spin_lock_bh(&qp->resp_lock);
 	sroce_resp_odp_purge(qp, &held);
+	sroce_resp_held_purge(qp, &held);
 	resp->psn = qp->attr.rq_psn;
 	resp->msn = 0;
 	resp->msg = SROCE_RESP_IDLE;
@@ -993,15 +1029,137 @@ static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
 	return ret;
 }
 
+/*
+ * Hold RC request @pkt, beyond the expected PSN, until the gap before it
+ * fills or reorder_us runs out (see top). False: NAK it as a loss now (no
+ * holding, the gap already NAKed, too far ahead, too many held, no
+ * memory).
+ */
+static bool sroce_resp_hold(struct sroce_qp *qp, struct sk_buff *skb,
+			    const struct sroce_pkt *pkt)
+{
+	struct sroce_resp *resp = &qp->resp;
+	u32 us = READ_ONCE(sroce_reorder_us);
+	struct sroce_resp_held_pkt *e, *pos;
+	s32 d;
+
+	if (!us || qp->ibqp.qp_type != IB_QPT_RC || resp->nak_sent ||
+	    sroce_psn_diff(pkt->psn, resp->psn) > SROCE_RESP_HELD_MAX)
+		return false;
+	/* In PSN order, from the back: arrivals mostly come in order. */
+	list_for_each_entry_reverse(pos, &resp->held, list) {
+		d = sroce_psn_diff(pkt->psn, pos->pkt.psn);
+		if (!d) {
+			/* A copy of one held: the held one answers for it. */
+			sroce_qp_count(qp, SROCE_CNT_DUP_REQUESTS, 1);
+			return true;
+		}
+		if (d > 0)
+			break;
+	}
+	if (resp->nheld >= SROCE_RESP_HELD_MAX)
+		return false;
+	e = kmalloc(sizeof(*e), GFP_ATOMIC);
+	if (!e)
+		return false;
+	e->skb = skb_get(skb);
+	e->pkt = *pkt;
+	/* After @pos; the list head itself when all held are beyond it. */
+	list_add(&e->list, &pos->list);
+	if (!resp->nheld++)
+		hrtimer_start(&resp->held_timer, ns_to_ktime((u64)us * NSEC_PER_USEC),
+			      HRTIMER_MODE_REL_SOFT);
+	sroce_qp_count(qp, SROCE_CNT_RX_REORDER_HELD, 1);
+	return true;
+}
+
+/*
+ * The expected request executed: take the held ones that follow it, in
+ * order, up to the next gap. One that does not advance the expected PSN
+ * (an RNR or error NAK) ends it: its NAK makes the requester resend from
+ * there, so what is held behind it goes. Under resp_lock.
+ */
+static u32 sroce_resp_take_held(struct sroce_qp *qp, u32 ret)
+{
+	struct sroce_resp *resp = &qp->resp;
+	struct sroce_resp_held_pkt *e;
+	bool stuck = false;
+	LIST_HEAD(done);
+	u32 psn;
+	s32 d;
+
+	while (!(ret & SROCE_RESP_ERROR) && !stuck &&
+	       (e = list_first_entry_or_null(&resp->held,
+					     struct sroce_resp_held_pkt,
+					     list))) {
+		d = sroce_psn_diff(e->pkt.psn, resp->psn);
+		if (d > 0)
+			break;
+		list_move_tail(&e->list, &done);
+		resp->nheld--;
+		/* Behind the expected PSN: a resend took its place. */
+		if (d < 0)
+			continue;
+		psn = resp->psn;
+		ret |= sroce_resp_execute(qp, e->skb, &e->pkt);
+		stuck = resp->psn == psn;
+	}
+	if (stuck || ret & SROCE_RESP_ERROR)
+		sroce_resp_held_purge(qp, &done);
+	if (!resp->nheld)
+		hrtimer_try_to_cancel(&resp->held_timer);
+	sroce_resp_odp_free(&done);
+	return ret;
+}
+
+/* The requests held past a gap waited reorder_us: the gap is a loss. */
+static enum hrtimer_restart sroce_resp_held_timer(struct hrtimer *t)
+{
+	struct sroce_qp *qp = container_of(t, struct sroce_qp, resp.held_timer);
+	struct sroce_resp *resp = &qp->resp;
+	enum ib_qp_state state = sroce_qp_state(qp);
+	struct sroce_resp_held_pkt *e;
+	bool kick = false;
+	LIST_HEAD(done);
+
+	spin_lock_bh(&qp->resp_lock);
+	/* Armed again while this waited for the lock: a new gap's time. */
+	if (hrtimer_is_queued(t)) {
+		spin_unlock_bh(&qp->resp_lock);
+		return HRTIMER_NORESTART;
+	}
+	e = list_first_entry_or_null(&resp->held, struct sroce_resp_held_pkt,
+				     list);
+	if (e && (state == IB_QPS_RTR || state == IB_QPS_RTS ||
+		  state == IB_QPS_SQD || state == IB_QPS_SQE) &&
+	    resp->msg != SROCE_RESP_FAILED && !resp->nak_sent &&
+	    sroce_psn_diff(e->pkt.psn, resp->psn) > 0) {
+		sroce_qp_count(qp, SROCE_CNT_RX_REORDER_TIMEOUTS, 1);
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, resp->nheld);
+		resp->nak_sent = true;
+		sroce_resp_nak(qp, SROCE_NAK_PSN_SEQ_ERR, &e->pkt);
+		kick = true;
+	}
+	sroce_resp_held_purge(qp, &done);
+	spin_unlock_bh(&qp->resp_lock);
+	sroce_resp_odp_free(&done);
+	if (kick)
+		sroce_task_run(&qp->resp_task);
+	return HRTIMER_NORESTART;
+}
+
 static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 			 const struct sroce_pkt *pkt)
 {
 	struct sroce_resp *resp = &qp->resp;
 	enum sroce_psn_class c = sroce_psn_classify(pkt->psn, resp->psn);
+	u32 ret;
 
 	if (c == SROCE_PSN_DUPLICATE)
 		return sroce_resp_duplicate(qp, pkt);
 	if (c == SROCE_PSN_AHEAD) {
+		if (sroce_resp_hold(qp, skb, pkt))
+			return 0;
 		/* Packets went missing: one NAK, then wait for the resend. */
 		sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, 1);
 		if (resp->nak_sent)
@@ -1011,7 +1169,19 @@ static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 		return SROCE_RESP_KICK;
 	}
 	resp->nak_sent = false;
-	return sroce_resp_execute(qp, skb, pkt);
+	ret = sroce_resp_execute(qp, skb, pkt);
+	if (!resp->nheld)
+		return ret;
+	/* Not taken (an RNR or error NAK): the resend brings the rest. */
+	if (resp->psn == pkt->psn || ret & SROCE_RESP_ERROR) {
+		LIST_HEAD(done);
+
+		sroce_resp_held_purge(qp, &done);
+		hrtimer_try_to_cancel(&resp->held_timer);
+		sroce_resp_odp_free(&done);
+		return ret;
+	}
+	return sroce_resp_take_held(qp, ret);
 }
 
 /* UC: no ACKs; a gap loses the message under way, not the next one. */
@@ -1118,7 +1288,7 @@ static void sroce_resp_odp_defer(struct sroce_qp *qp, struct sk_buff *skb,
 				 const struct sroce_pkt *pkt)
 {
 	struct sroce_resp *resp = &qp->resp;
-	struct sroce_resp_odp_pkt *e = NULL;
+	struct sroce_resp_held_pkt *e = NULL;
 
 	if (resp->odp_npending < SROCE_RESP_ODP_MAX)
 		e = kmalloc(sizeof(*e), GFP_ATOMIC);
@@ -1142,7 +1312,7 @@ void sroce_resp_odp_redeliver(struct sroce_qp *qp)
 {
 	struct sroce_resp *resp = &qp->resp;
 	enum ib_qp_state state = sroce_qp_state(qp);
-	struct sroce_resp_odp_pkt *e;
+	struct sroce_resp_held_pkt *e;
 	LIST_HEAD(done);
 	u32 ret = 0;
 
@@ -1152,7 +1322,7 @@ void sroce_resp_odp_redeliver(struct sroce_qp *qp)
 	    resp->msg == SROCE_RESP_FAILED)
 		sroce_resp_odp_purge(qp, &done);
 	while ((e = list_first_entry_or_null(&resp->odp_pending,
-					     struct sroce_resp_odp_pkt, list))) {
+					     struct sroce_resp_held_pkt, list))) {
 		ret = sroce_resp_ud(qp, e->skb, &e->pkt);
 		/* Another page of the WQE: a new fault will run this again. */
 		if (ret & SROCE_RESP_ODP_WAIT)

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# An RC responder holds requests that arrive past a missing one, for up to
+# reorder_us, instead of NAKing the gap at once (sroce_resp.c): a path
+# that reorders but loses nothing should cost no go-back-N resends. RC
+# traffic from sroce0 (nsA) to sroce1 (nsB), every byte checked by
+# sroce_integrity, through netem on vethA that reorders (half the packets
+# go at once, the others 100 us later):
+#  - with reorder_us=0 (NAK at once, as before) the reordering earns
+#    sequence NAKs and resends: the scenario reorders;
+#  - with the default (500 us) sroce1 holds requests, sends at most a
+#    third of those NAKs and sroce0 resends at most a third as much;
+# and through netem that loses 3 % and does not reorder, the gaps are
+# losses: held requests wait out reorder_us, the gap is NAKed
+# (rx_reorder_timeouts), the data still arrives intact. Afterwards both
+# devices go with nothing held left behind.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+source "$here/../../tools/vm/netlib.sh"
+source "$here/sroce.sh"
+sroce_reset
+trap sroce_reset EXIT
+
+BIN=$SROCE_BIN/sroce_integrity
+PARAM=/sys/module/sroce/parameters/reorder_us
+
+integrity() {
+	sroce_pair nsB nsA 18525 \
+		"$BIN" -s -d sroce1 -g "$SROCE_GID_B" -w 60 -- \
+		"$BIN" -c 10.77.0.2 -d sroce0 -g "$SROCE_GID_A" -w 60 --quick ||
+		return 1
+	tail -n 1 "$SROCE_PAIR_DIR/client"
+	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
+		"$SROCE_PAIR_DIR/client" &&
+	grep -Eq '^integrity: [0-9]+ ops, [0-9]+ bytes verified, 0 errors$' \
+		"$SROCE_PAIR_DIR/server"
+}
+
+# counts: sroce1's seq_nak_sent, rx_reorder_held, rx_reorder_timeouts,
+# sroce0's retransmitted_packets.
+counts() {
+	echo "$(sroce_counter sroce1 seq_nak_sent) $(sroce_counter sroce1 rx_reorder_held)" \
+	     "$(sroce_counter sroce1 rx_reorder_timeouts) $(sroce_counter sroce0 retransmitted_packets)"
+}
+
+# run US: integrity through the netem in place with reorder_us=US; sets
+# NAKS HELD TMO RESENT to the run's counter deltas.
+run() {
+	local c0 c1
+	echo "$1" >"$PARAM" || return 1
+	read -ra c0 <<<"$(counts)"
+	integrity || return 1
+	read -ra c1 <<<"$(counts)"
+	NAKS=$((c1[0] - c0[0])) HELD=$((c1[1] - c0[1]))
+	TMO=$((c1[2] - c0[2])) RESENT=$((c1[3] - c0[3]))
+	echo "reorder_us $1: $NAKS sequence NAKs, $HELD held, $TMO timeouts, $RESENT resent"
+}
+
+tap_plan 10
+sroce_two_devices 1500 || tap_bail "set-up: sroce0 in nsA, sroce1 in nsB"
+tap_eq "reorder_us defaults to 500" "$(cat "$PARAM")" 500
+default=$(cat "$PARAM")
+tc -n nsA qdisc replace dev vethA root netem delay 100us reorder 50% ||
+	tap_bail "netem reorder on vethA"
+
+tap_check "reorder_us=0: every byte right through netem reorder 50%" run 0
+tap_diag "reorder_us=0: $NAKS sequence NAKs, $HELD held, $RESENT resent"
+naks0=$NAKS resent0=$RESENT
+tap_check "... the path reorders: >= 5 sequence NAKs, >= 50 resent, none held" \
+	test "$naks0" -ge 5 -a "$resent0" -ge 50 -a "$HELD" = 0
+
+tap_check "reorder_us=$default: every byte right through the same netem" run "$default"
+tap_diag "reorder_us=$default: $NAKS sequence NAKs, $HELD held, $TMO timeouts, $RESENT resent"
+tap_check "... requests held (>= 10), sequence NAKs <= 1/3 of $naks0" \
+	test "$HELD" -ge 10 -a $((NAKS * 3)) -le "$naks0"
+tap_check "... resends <= 1/3 of $resent0" test $((RESENT * 3)) -le "$resent0"
+
+tc -n nsA qdisc replace dev vethA root netem delay 100us loss 3% ||
+	tap_bail "netem loss on vethA"
+tap_check "netem loss 3%, no reordering: every byte right" run "$default"
+tap_diag "loss: $NAKS sequence NAKs, $HELD held, $TMO timeouts, $RESENT resent"
+tap_check "... gaps held past reorder_us are NAKed (timeouts >= 1, NAKs >= timeouts)" \
+	test "$TMO" -ge 1 -a "$NAKS" -ge "$TMO"
+tap_check "both devices hold only the MAD layer's objects" \
+	sroce_only_mad_objects sroce0 sroce1
+tap_check "rmmod with every object gone" rmmod sroce
+tap_done
