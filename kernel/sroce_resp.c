@@ -106,6 +106,8 @@ static void sroce_resp_odp_purge(struct sroce_qp *qp, struct list_head *to)
 /* Drop the requests held past a gap onto @to; under resp_lock. */
 static void sroce_resp_held_purge(struct sroce_qp *qp, struct list_head *to)
 {
+	if (qp->resp.nheld)
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, qp->resp.nheld);
 	list_splice_tail_init(&qp->resp.held, to);
 	qp->resp.nheld = 0;
 }
@@ -1135,7 +1137,6 @@ static enum hrtimer_restart sroce_resp_held_timer(struct hrtimer *t)
 	    resp->msg != SROCE_RESP_FAILED && !resp->nak_sent &&
 	    sroce_psn_diff(e->pkt.psn, resp->psn) > 0) {
 		sroce_qp_count(qp, SROCE_CNT_RX_REORDER_TIMEOUTS, 1);
-		sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, resp->nheld);
 		resp->nak_sent = true;
 		sroce_resp_nak(qp, SROCE_NAK_PSN_SEQ_ERR, &e->pkt);
 		kick = true;

@@ -35,6 +35,7 @@
 #
 #   guest.sh --out DIR [--rounds N] [--mtus "1500 9000"] [--quick]
 #   guest.sh --out DIR --profile "TEST SIZE QPS" [--mtus 1500]
+#   guest.sh --out DIR --congestion [--quick] [--rounds N]
 #
 # --profile: one run of TEST (a perftest, e.g. ib_write_bw 65536 1) on
 # sroce and on rxe, and iperf3, at the first MTU, each under "perf record
@@ -53,6 +54,7 @@ rounds=3
 mtus="1500 9000"
 quick=0
 profile=""
+congestion_only=0
 client_pin=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -61,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds=$2; shift 2 ;;
 	--mtus) mtus=$2; shift 2 ;;
 	--quick) quick=1; shift ;;
+	--congestion) congestion_only=1; shift ;;
 	*) echo "guest.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -551,6 +554,15 @@ echo "$(date -u +%FT%TZ) rounds=$rounds mtus=$mtus quick=$quick dur=$dur kernel=
 for mtu in $mtus; do
 	veth_create "$mtu" || { log "cannot create the veth pair"; exit 1; }
 	for ((r = 1; r <= rounds; r++)); do
+		if ((congestion_only)); then
+			if ends_to_ns && sroce_up; then
+				congestion "$r"
+			else
+				log "sroce set-up failed (mtu $mtu round $r)"
+			fi
+			sroce_down
+			continue
+		fi
 		if ends_to_ns && sroce_up; then
 			perftests sroce "$mtu" "$r"
 			if [ -z "$profile" ]; then

@@ -27,12 +27,16 @@ Figures (perftest's "MB/sec" is MiB/s; so is everything here):
                      retransmits: totals over all runs of a round
 Nothing passes or fails here.
 """
+import contextlib
 import csv
+import io
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
+import tempfile
 
 GB = 1e9
 MIB = 1048576.0
@@ -822,9 +826,18 @@ def report(d, png=True):
     except OSError:
         pass
     rows = figures(collect(os.path.join(d, 'raw')))
-    if not rows:
+    cong = cong_table(os.path.join(d, 'raw'))
+    if not rows and not cong:
         print(f'report: no results in {d}/raw', file=sys.stderr)
         return 1
+    if not rows:
+        # bench --congestion: that table alone.
+        text = (info + '\n\n' if info else '') + cong
+        with open(os.path.join(d, 'table.txt'), 'w', encoding='utf-8') as f:
+            f.write(text)
+        sys.stdout.write(text)
+        print(f'\nwrote {d}/table.txt')
+        return 0
     write_csv(rows, os.path.join(d, 'results.csv'))
     text = table(rows, info)
     crc = crc_table(os.path.join(d, 'raw'))
@@ -836,7 +849,6 @@ def report(d, png=True):
     mpi = mpi_table(os.path.join(d, 'raw'))
     if mpi:
         text += '\n' + mpi
-    cong = cong_table(os.path.join(d, 'raw'))
     if cong:
         text += '\n' + cong
     total, failed = run_status(os.path.join(d, 'raw'))
@@ -911,6 +923,17 @@ def self_test(samples):
     ctab = cong_table(os.path.join(samples, 'raw'))
     check('congestion table: a row per mode', '4 flows, sroce, CC on' in ctab
           and '4 flows, TCP' in ctab and '100 Mbit/s' in ctab)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.mkdir(os.path.join(tmp, 'raw'))
+        for name in os.listdir(os.path.join(samples, 'raw')):
+            if CONG_NAME.match(name):
+                shutil.copy(os.path.join(samples, 'raw', name), os.path.join(tmp, 'raw'))
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = report(tmp, png=False)
+        with open(os.path.join(tmp, 'table.txt'), encoding='utf-8') as f:
+            only = f.read()
+        check('bench --congestion: the congestion table alone',
+              rc == 0 and '4 flows, sroce, CC on' in only and 'ib_send_bw' not in only)
     mt = mpi_table(os.path.join(samples, 'raw'))
     check('MPI table: medians and ratios to TCP',
           '40.00 [30.00-50.00]' in mt and '2.00x' in mt and '1.50x' in mt)
