@@ -26,17 +26,37 @@ sroce_install
 
 # Active objects in kmalloc-1k..4k.  SLUB counts every object of a CPU's
 # current slab as active, so the raw figure moves by a slab's worth (8 to 32
-# objects) with no leak at all; shrinking first flushes the CPU slabs and
-# leaves a count that is exact to a few objects.  RCU-deferred frees are
+# objects) with no leak at all; shrinking first flushes the CPU slabs.  The
+# reader must then allocate nothing from these caches before it reads: a
+# fresh awk's first read of /proc/slabinfo allocates its 4 KiB seq_file
+# buffer, loads a CPU slab of kmalloc-4k and counts it whole (+8 at random;
+# a CI run failed on it).  So one process opens everything and reads /proc/slabinfo
+# once first (the buffer is kept), shrinks, seeks back and reads again: exact
+# to two objects.  Another task's kmalloc or kfree between the shrink and the
+# read (a free into a full slab parks it on a CPU) still adds a slab, only
+# ever upwards: the least of three readings counts.  RCU-deferred frees are
 # given a moment first.
 slab_caches="kmalloc-1k kmalloc-2k kmalloc-4k"
 slab_objs() {
-	local c
 	sleep 1
-	for c in $slab_caches; do
-		echo 1 >"/sys/kernel/slab/$c/shrink" 2>/dev/null
-	done
-	awk -v caches=" $slab_caches " 'index(caches, " " $1 " ") {n += $2} END {print n}' /proc/slabinfo
+	python3 -c '
+import sys, time
+caches = sys.argv[1:]
+shrink = [open("/sys/kernel/slab/%s/shrink" % c, "w") for c in caches]
+info = open("/proc/slabinfo")
+info.read()
+counts = []
+for _ in range(3):
+    for f in shrink:
+        f.write("1")
+        f.flush()
+    info.seek(0)
+    objs = {l.split()[0]: int(l.split()[1]) for l in info.read().splitlines()[2:]}
+    counts.append(sum(objs[c] for c in caches))
+    time.sleep(0.5)
+print(min(counts))
+' $slab_caches 2>/dev/null ||
+		awk -v caches=" $slab_caches " 'index(caches, " " $1 " ") {n += $2} END {print n}' /proc/slabinfo
 }
 # A leak of one such object per cycle must show (noise is a few objects); without the shrink knob the
 # count is only good to a slab's worth per CPU.
@@ -63,6 +83,7 @@ for ((i = 0; i < LOOPS; i++)); do
 		sroce_kmemleak_on && sroce_kmemleak_clear
 	fi
 done
+end=$(slab_objs)
 tap_eq "$LOOPS load/create/rmmod cycles succeeded" "$fails" 0 || cat "$log" | sed 's/^/# /'
 tap_check "module gone" bash -c '! lsmod | grep -q "^sroce "'
 tap_check "no UDP 4791 socket left in nsA or nsB" \
@@ -71,7 +92,6 @@ tap_check "vethA can still be deleted (no netdev reference leaked)" \
 	timeout 20 ip netns exec nsA ip link del vethA
 tap_check "no 'waiting for ... to become free' in the kernel log" \
 	bash -c '! dmesg | grep -q "waiting for .* to become free"'
-end=$(slab_objs)
 if sroce_debug_kernel && sroce_kmemleak_on; then
 	# KASAN's quarantine holds freed objects: slab counts do not fall
 	# back there, and kmemleak is the leak check.
