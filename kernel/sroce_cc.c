@@ -21,7 +21,8 @@
  *    each kind since the last cut and F = rp_threshold, fast recovery
  *    (max(T, BC) < F: Rc := (Rt + Rc) / 2), additive increase (Rt +=
  *    rp_ai_rate, then the same) or hyper increase (min(T, BC) > F: Rt +=
- *    i * rp_hai_rate, i = min(T, BC) - F).
+ *    i * rp_hai_rate, i = min(T, BC) - F). A QP that sends less than
+ *    half its target gets fast recovery only: its target is held.
  *  - When Rc is back at the maximum (rp_max_rate, or the netdev's link
  *    speed), the QP is unlimited again: the pacer is out of the path.
  *
@@ -80,6 +81,8 @@
  */
 #define SROCE_CC_SAMPLE_BYTES	(64U << 10)
 #define SROCE_CC_SAMPLE_NS	(500 * NSEC_PER_USEC)
+/* A target more than this many times what the QP sends is not raised. */
+#define SROCE_CC_UNUSED_DIV	2
 /* The fewest packets a window lets a limited QP have in flight. */
 #define SROCE_CC_WINDOW_PKTS	4
 /* Bytes on the wire besides the BTH onward: Ethernet, IP, UDP. */
@@ -288,6 +291,26 @@ static void sroce_cc_unlimit(struct sroce_qp *qp)
 	sroce_cc_set_rate(qp, cc->max_kbps, cc->max_kbps);
 }
 
+static u32 sroce_cc_measured_kbps(const struct sroce_qp *qp, u64 now);
+
+/*
+ * Whether the QP sends less than 1/SROCE_CC_UNUSED_DIV of its target rate.
+ * Hardware's QPs send at their rate; a software QP's may send far less (its
+ * window under a queue's delay, the CPU), and raising a target it does not
+ * use only lets it burst far past its share later: measured here, targets of
+ * 1-2.6 Gb/s on QPs sending 20-100 Mb/s through a 100 Mb/s bottleneck, and
+ * the QP highest above its share took twice the others' goodput. So such a
+ * target is held (as TCP holds the window of a flow it limits itself, RFC
+ * 7661); the current rate still recovers towards it. Too little sent to
+ * tell counts as used.
+ */
+static bool sroce_cc_target_unused(const struct sroce_qp *qp)
+{
+	u32 sent = sroce_cc_measured_kbps(qp, ktime_get_ns());
+
+	return sent && qp->cc.rt_kbps / SROCE_CC_UNUSED_DIV > sent;
+}
+
 /* One increase event (the timer's or the byte counter's). Under cc.lock. */
 static void sroce_cc_increase(struct sroce_qp *qp)
 {
@@ -301,11 +324,17 @@ static void sroce_cc_increase(struct sroce_qp *qp)
 
 	if (!cc->limited)
 		return;
-	/* Below F events of both kinds: fast recovery, towards Rt. */
-	if (lo > f)
-		rt += (u64)(lo - f) * CC_PARAM(rp_hai_rate) * KBPS_PER_MBPS;
-	else if (hi >= f)
-		rt += (u64)CC_PARAM(rp_ai_rate) * KBPS_PER_MBPS;
+	/*
+	 * Below F events of both kinds: fast recovery, towards Rt (and so
+	 * while the QP does not use its target).
+	 */
+	if (!sroce_cc_target_unused(qp)) {
+		if (lo > f)
+			rt += (u64)(lo - f) * CC_PARAM(rp_hai_rate) *
+			      KBPS_PER_MBPS;
+		else if (hi >= f)
+			rt += (u64)CC_PARAM(rp_ai_rate) * KBPS_PER_MBPS;
+	}
 	rt = min_t(u64, rt, cc->max_kbps);
 	rc = (rt + cc->rc_kbps) / 2;
 	cc->increased = true;
