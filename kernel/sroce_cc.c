@@ -22,7 +22,8 @@
  *    (max(T, BC) < F: Rc := (Rt + Rc) / 2), additive increase (Rt +=
  *    rp_ai_rate, then the same) or hyper increase (min(T, BC) > F: Rt +=
  *    i * rp_hai_rate, i = min(T, BC) - F). A QP that sends less than
- *    half its target gets fast recovery only: its target is held.
+ *    half its target gets fast recovery only: its target is held; after
+ *    512 timer periods without a cut, it is unlimited again.
  *  - When Rc is back at the maximum (rp_max_rate, or the netdev's link
  *    speed), the QP is unlimited again: the pacer is out of the path.
  *
@@ -83,6 +84,8 @@
 #define SROCE_CC_SAMPLE_NS	(500 * NSEC_PER_USEC)
 /* A target more than this many times what the QP sends is not raised. */
 #define SROCE_CC_UNUSED_DIV	2
+/* ... and after this many increase timer periods with no cut, unlimited. */
+#define SROCE_CC_QUIET_EVENTS	512
 /* The fewest packets a window lets a limited QP have in flight. */
 #define SROCE_CC_WINDOW_PKTS	4
 /* Bytes on the wire besides the BTH onward: Ethernet, IP, UDP. */
@@ -326,9 +329,17 @@ static void sroce_cc_increase(struct sroce_qp *qp)
 		return;
 	/*
 	 * Below F events of both kinds: fast recovery, towards Rt (and so
-	 * while the QP does not use its target).
+	 * while the QP does not use its target). A QP that does not use its
+	 * target and was not cut for SROCE_CC_QUIET_EVENTS periods would
+	 * never climb back to the maximum: the congestion is past, and it
+	 * is unlimited again as hyper increase would have made it.
 	 */
-	if (!sroce_cc_target_unused(qp)) {
+	if (sroce_cc_target_unused(qp)) {
+		if (cc->t_count >= SROCE_CC_QUIET_EVENTS) {
+			sroce_cc_unlimit(qp);
+			return;
+		}
+	} else {
 		if (lo > f)
 			rt += (u64)(lo - f) * CC_PARAM(rp_hai_rate) *
 			      KBPS_PER_MBPS;

@@ -1076,16 +1076,16 @@ static bool sroce_resp_hold(struct sroce_qp *qp, struct sk_buff *skb,
 }
 
 /*
- * The expected request executed: take the held ones that follow it, in
- * order, up to the next gap. One that does not advance the expected PSN
- * (an RNR or error NAK) ends it: its NAK makes the requester resend from
- * there, so what is held behind it goes. Under resp_lock.
+ * The expected request executed (@stuck: without advancing the expected
+ * PSN): take the held ones that follow it, in order, up to the next gap.
+ * One that does not advance the expected PSN (an RNR or error NAK) ends
+ * it: its NAK makes the requester resend from there, so what is held
+ * behind it goes. Under resp_lock.
  */
-static u32 sroce_resp_take_held(struct sroce_qp *qp, u32 ret)
+static u32 sroce_resp_take_held(struct sroce_qp *qp, u32 ret, bool stuck)
 {
 	struct sroce_resp *resp = &qp->resp;
 	struct sroce_resp_held_pkt *e;
-	bool stuck = false;
 	LIST_HEAD(done);
 	u32 psn;
 	s32 d;
@@ -1173,16 +1173,7 @@ static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 	ret = sroce_resp_execute(qp, skb, pkt);
 	if (!resp->nheld)
 		return ret;
-	/* Not taken (an RNR or error NAK): the resend brings the rest. */
-	if (resp->psn == pkt->psn || ret & SROCE_RESP_ERROR) {
-		LIST_HEAD(done);
-
-		sroce_resp_held_purge(qp, &done);
-		hrtimer_try_to_cancel(&resp->held_timer);
-		sroce_resp_odp_free(&done);
-		return ret;
-	}
-	return sroce_resp_take_held(qp, ret);
+	return sroce_resp_take_held(qp, ret, resp->psn == pkt->psn);
 }
 
 /* UC: no ACKs; a gap loses the message under way, not the next one. */

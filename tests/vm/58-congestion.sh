@@ -49,7 +49,7 @@ sroce_reset
 trap cleanup EXIT
 mkdir -p "$CAP"
 
-tap_plan 23
+tap_plan 24
 sroce_two_devices 1500 || tap_bail "cannot set up sroce0/sroce1"
 
 CC=/sys/class/infiniband/sroce0/ports/1/cc
@@ -292,6 +292,50 @@ tap_check "reaction point off on sroce0: its CNPs counted ignored, none handled,
 	-a $((D0_rp_cnp_ignored + D0_rx_drop_no_qp)) -ge "$D1_np_cnp_sent" \
 	-a "$D0_rp_cnp_handled" = 0 -a "$D0_rp_paced_waits" = 0
 echo 1 >"$CC/rp_enable"
+ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
+
+# recovers: a stream whose QP the bottleneck's CNPs limited goes on after
+# the bottleneck gives way to a 20 ms delay (a long path, no congestion);
+# its QP must be unlimited again (no rate in its resource details): a QP
+# once cut must not stay paced, its increase timer running, for the rest
+# of its life. Its window (what its rate sends in a millisecond) over a
+# 20 ms round trip keeps it below half its target, which increases then
+# hold: it is the quiet time that frees it. (Freed of the bottleneck with
+# no delay, the QP uses its target and hyper increase frees it.) The
+# details of sroce0's RC QPs every half second; the bottleneck goes
+# after 6 s.
+recovers() {
+	local i rc
+	shape || return 1
+	rm -f "$CAP"/rec.*.json
+	perf -s 65536 -D 14 >"$CAP/recover.txt" 2>&1 &
+	for ((i = 0; i < 26; i++)); do
+		sleep 0.5
+		[ "$i" = 12 ] && ip netns exec nsA tc qdisc replace dev vethA root \
+			netem delay 20ms limit 10000
+		rdma -j -dd resource show qp link sroce0/1 >"$CAP/rec.$i.json" 2>&1
+	done
+	wait $!
+	rc=$?
+	python3 -c 'import json, sys
+rates = {}
+for i in range(26):
+    try:
+        qs = json.load(open("%s/rec.%d.json" % (sys.argv[1], i)))
+    except (OSError, ValueError):
+        continue
+    for q in qs:
+        if q.get("type") == "RC" and "drv_cc_rate_kbps" in q:
+            rates.setdefault(q["lqpn"], []).append((i, q["drv_cc_rate_kbps"]))
+print("RC QPs of sroce0, (sample, cc_rate_kbps):", rates)
+sys.exit(not any(any(r > 0 and i < 12 for i, r in s) and
+                 any(r == 0 and i > 12 and any(r0 > 0 and i0 < i for i0, r0 in s)
+                     for i, r in s)
+                 for s in rates.values()))' "$CAP" || return 1
+	[ "$rc" = 0 ]
+}
+tap_check "a QP limited by the bottleneck's CNPs is unlimited again once the bottleneck is gone (a 20 ms path)" \
+	recovers
 ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
 
 tap_check "nothing malformed, corrupt or unrouted" sroce_nothing_malformed
