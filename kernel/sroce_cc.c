@@ -294,7 +294,22 @@ static void sroce_cc_unlimit(struct sroce_qp *qp)
 	sroce_cc_set_rate(qp, cc->max_kbps, cc->max_kbps);
 }
 
-static u32 sroce_cc_measured_kbps(const struct sroce_qp *qp, u64 now);
+/*
+ * What the QP sent lately, in kb/s (0 if too little to tell): since the
+ * older of the last two stamps, or since its first packet. Under cc.lock.
+ */
+static u32 sroce_cc_measured_kbps(const struct sroce_qp *qp, u64 now)
+{
+	const struct sroce_cc_qp *cc = &qp->cc;
+	u64 tx = READ_ONCE(cc->tx_bytes);
+	u64 since = cc->sample_ns[0] ?: cc->first_ns;
+	u64 bytes = tx - cc->sample_bytes[0];
+
+	if (!since || now <= since || bytes < SROCE_CC_SAMPLE_BYTES / 4)
+		return 0;
+	return min_t(u64, div64_u64(bytes * 8 * USEC_PER_SEC, now - since),
+		     U32_MAX);
+}
 
 /*
  * Whether the QP sends less than 1/SROCE_CC_UNUSED_DIV of its target rate.
@@ -382,23 +397,6 @@ static enum hrtimer_restart sroce_cc_pace_timer(struct hrtimer *t)
 
 	sroce_task_run(&qp->req_task);
 	return HRTIMER_NORESTART;
-}
-
-/*
- * What the QP sent lately, in kb/s (0 if too little to tell): since the
- * older of the last two stamps, or since its first packet. Under cc.lock.
- */
-static u32 sroce_cc_measured_kbps(const struct sroce_qp *qp, u64 now)
-{
-	const struct sroce_cc_qp *cc = &qp->cc;
-	u64 tx = READ_ONCE(cc->tx_bytes);
-	u64 since = cc->sample_ns[0] ?: cc->first_ns;
-	u64 bytes = tx - cc->sample_bytes[0];
-
-	if (!since || now <= since || bytes < SROCE_CC_SAMPLE_BYTES / 4)
-		return 0;
-	return min_t(u64, div64_u64(bytes * 8 * USEC_PER_SEC, now - since),
-		     U32_MAX);
 }
 
 /* The first cut of an unlimited QP: from where does it start. */
