@@ -594,6 +594,14 @@ struct sroce_resp {
  * the pacer's bucket, the notification point's last CNP. Everything
  * after link_mbps starts over at RESET.
  */
+/* A UD QP's notification point: the last CNP to each of its senders. */
+#define SROCE_CC_UD_PEERS	8
+
+struct sroce_cc_ud_peer {
+	u64 key;			/* source address hash << 24 | QPN */
+	u64 cnp_ns;
+};
+
 struct sroce_cc_qp {
 	spinlock_t lock;
 	struct hrtimer inc_timer;	/* DCQCN's rate-increase timer */
@@ -619,6 +627,8 @@ struct sroce_cc_qp {
 	u64 sample_ns[2];
 	u64 cnp_ns;			/* NP: last CNP sent (cmpxchg) */
 	u32 window;			/* PSNs in flight while limited, 0: any */
+	/* NP of a UD QP, by sender (a hash slot each; under lock) */
+	struct sroce_cc_ud_peer ud_peers[SROCE_CC_UD_PEERS];
 };
 
 struct sroce_qp {

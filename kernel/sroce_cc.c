@@ -46,8 +46,11 @@
  * The notification point: a CE-marked packet to a connected QP (RC, UC,
  * XRC) is answered with a CNP to its peer QP, at most one per QP per
  * np_min_time_between_cnps, with DSCP np_cnp_dscp and priority
- * np_cnp_prio. (UD QPs have no peer to answer: hardware rate-limits
- * connected traffic, and so does sroce.)
+ * np_cnp_prio. A UD QP answers each sender (the datagram's source
+ * address and DETH's source QP, when its Q_Key is the QP's) at most once
+ * per np_min_time_between_cnps, from a small table of senders by hash;
+ * a UD QP that gets CNPs is paced like any other (RoCE NICs run DCQCN
+ * on UD QPs too), one rate for all its destinations. Not QP1.
  *
  * Parameters are per device (port 1's sysfs group "cc"), read without
  * locks on the data path: a change applies from the next packet or event.
@@ -56,16 +59,21 @@
  * bucket; the unlimited fast path reads cc.limited without it and only
  * the requester (its task: one at a time) adds to tx_bytes (read with
  * READ_ONCE) and takes the rate stamps under cc.lock. The CNP stamp
- * of the notification point is claimed with cmpxchg. Nothing else is held
+ * of the notification point is claimed with cmpxchg, a UD QP's senders'
+ * stamps under cc.lock. Nothing else is held
  * while cc.lock is: it is innermost.
  */
 
+#include <linux/hash.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/jhash.h>
+#include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/rtnetlink.h>
 #include <linux/ethtool.h>
 #include <net/inet_ecn.h>
+#include <net/ipv6.h>
 #include <rdma/ib_sysfs.h>
 
 #include "sroce.h"
@@ -468,7 +476,7 @@ void sroce_cc_cnp_rcv(struct sroce_qp *qp)
 	bool arm = false;
 	u64 now;
 
-	if (!sroce_cc_rp_on(sdev) || !sroce_qp_connected(qp) ||
+	if (!sroce_cc_rp_on(sdev) || qp->ibqp.qp_type == IB_QPT_GSI ||
 	    qp->ibqp.qp_type == IB_QPT_XRC_TGT) {
 		sroce_count(sdev, SROCE_CNT_RP_CNP_IGNORED, 1);
 		return;
@@ -639,9 +647,12 @@ static bool sroce_cc_claim_cnp(struct sroce_qp *qp, u64 now)
 	return cmpxchg64(&qp->cc.cnp_ns, last, now) == last;
 }
 
-/* A CNP to @av's QP @dqpn: BTH (BECN, P_Key 0xffff, PSN 0), 16 zeros. */
+/*
+ * A CNP to @av's QP @dqpn: BTH (BECN, P_Key 0xffff, PSN 0), 16 zeros.
+ * @cache: the route cache of the path (a connected QP's), or NULL.
+ */
 static void sroce_cc_send_cnp(struct sroce_qp *qp, struct sroce_av *av,
-			      u32 dqpn)
+			      struct dst_cache *cache, u32 dqpn)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	const unsigned int hdr_len = SROCE_BTH_BYTES + SROCE_CNP_BYTES;
@@ -662,8 +673,8 @@ static void sroce_cc_send_cnp(struct sroce_qp *qp, struct sroce_av *av,
 	sroce_hdr_build(skb->data, &pkt);
 	skb->priority = CC_PARAM(np_cnp_prio);
 	av->traffic_class = (CC_PARAM(np_cnp_dscp) & 0x3f) << 2;
-	if (!sroce_net_xmit(sdev, av, &qp->dst_cache, skb, hdr_len,
-			    qp->src_port, NULL)) {
+	if (!sroce_net_xmit(sdev, av, cache, skb, hdr_len, qp->src_port,
+			    NULL)) {
 		sroce_count(sdev, SROCE_CNT_NP_CNP_SENT, 1);
 		trace_sroce_cnp_sent(qp, dqpn);
 	}
@@ -683,14 +694,87 @@ static bool sroce_cc_skb_ce(const struct sk_buff *skb, u8 net_type)
 	return INET_ECN_is_ce(ds);
 }
 
+/*
+ * May a UD QP answer the sender @key now: it has had no CNP from @qp for
+ * np_min_time_between_cnps? Senders share a slot by hash; one that takes
+ * another's slot gets its CNP (a CNP too many, not one too few).
+ */
+static bool sroce_cc_claim_ud_cnp(struct sroce_qp *qp, u64 key, u64 now)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	u64 gap = (u64)CC_PARAM(np_min_time_between_cnps) * NSEC_PER_USEC;
+	struct sroce_cc_ud_peer *peer;
+	unsigned long flags;
+	bool claim;
+
+	peer = &qp->cc.ud_peers[hash_64(key, ilog2(SROCE_CC_UD_PEERS))];
+	spin_lock_irqsave(&qp->cc.lock, flags);
+	claim = peer->key != key || !peer->cnp_ns || now - peer->cnp_ns >= gap;
+	if (claim) {
+		peer->key = key;
+		peer->cnp_ns = now;
+	}
+	spin_unlock_irqrestore(&qp->cc.lock, flags);
+	return claim;
+}
+
+/*
+ * The way back to a UD datagram's sender (its source address, from our
+ * address it was sent to) and the key of that sender (address and QPN).
+ */
+static u64 sroce_cc_ud_peer(const struct sk_buff *skb,
+			    const struct sroce_pkt *pkt, struct sroce_av *av)
+{
+	memset(av, 0, sizeof(*av));
+	av->network_type = pkt->net_type;
+	if (pkt->net_type == RDMA_NETWORK_IPV4) {
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->saddr,
+				       (struct in6_addr *)av->dgid.raw);
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr,
+				       (struct in6_addr *)av->sgid.raw);
+	} else {
+		memcpy(av->dgid.raw, &ipv6_hdr(skb)->saddr, sizeof(av->dgid));
+		memcpy(av->sgid.raw, &ipv6_hdr(skb)->daddr, sizeof(av->sgid));
+	}
+	return (u64)jhash(av->dgid.raw, sizeof(av->dgid), 0) << 24 |
+	       pkt->sqpn;
+}
+
+/*
+ * A UD QP answers each sender of its own Q_Key (DETH's source QP, at the
+ * datagram's source address) with at most one CNP a gap; never QP1.
+ */
+static void sroce_cc_rcv_ud(struct sroce_qp *qp, const struct sk_buff *skb,
+			    const struct sroce_pkt *pkt)
+{
+	enum ib_qp_state state;
+	struct sroce_av av;
+	u64 key;
+	u32 qkey;
+
+	spin_lock_bh(&qp->state_lock);
+	state = qp->state;
+	qkey = qp->attr.qkey;
+	spin_unlock_bh(&qp->state_lock);
+	if (state != IB_QPS_RTR && state != IB_QPS_RTS && state != IB_QPS_SQD)
+		return;
+	if (pkt->qkey != qkey)
+		return;
+	key = sroce_cc_ud_peer(skb, pkt, &av);
+	if (!sroce_cc_claim_ud_cnp(qp, key, ktime_get_ns()))
+		return;
+	sroce_cc_send_cnp(qp, &av, NULL, pkt->sqpn);
+}
+
 /**
  * sroce_cc_rcv - the notification point's look at a received packet
  * @qp: the QP it is for (referenced by the caller)
  * @skb: the packet
  * @pkt: its parsed headers
  *
- * A CE-marked packet is counted and, for a connected QP with a path,
- * answered with a CNP (at most one per np_min_time_between_cnps).
+ * A CE-marked packet is counted and answered with a CNP: for a connected
+ * QP, to its peer, at most one per np_min_time_between_cnps; for a UD
+ * QP, to the datagram's sender, at most one per sender and gap.
  */
 void sroce_cc_rcv(struct sroce_qp *qp, const struct sk_buff *skb,
 		  const struct sroce_pkt *pkt)
@@ -703,7 +787,11 @@ void sroce_cc_rcv(struct sroce_qp *qp, const struct sk_buff *skb,
 	if (!sroce_cc_skb_ce(skb, pkt->net_type))
 		return;
 	sroce_count(sdev, SROCE_CNT_NP_ECN_MARKED, 1);
-	if (!sroce_cc_np_on(sdev) || !sroce_qp_connected(qp))
+	if (!sroce_cc_np_on(sdev))
+		return;
+	if (qp->ibqp.qp_type == IB_QPT_UD)
+		return sroce_cc_rcv_ud(qp, skb, pkt);
+	if (!sroce_qp_connected(qp))
 		return;
 	if (!sroce_cc_claim_cnp(qp, ktime_get_ns()))
 		return;
@@ -714,7 +802,7 @@ void sroce_cc_rcv(struct sroce_qp *qp, const struct sk_buff *skb,
 	spin_unlock_bh(&qp->state_lock);
 	if (state != IB_QPS_RTR && state != IB_QPS_RTS && state != IB_QPS_SQD)
 		return;
-	sroce_cc_send_cnp(qp, &av, dqpn);
+	sroce_cc_send_cnp(qp, &av, &qp->dst_cache, dqpn);
 }
 
 /* QP life ------------------------------------------------------------ */

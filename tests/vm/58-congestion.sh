@@ -25,6 +25,9 @@
 #     sroce_cnp_rcvd and sroce_cc_rate name the stream's QPs;
 #   - with the reaction point off on sroce0, CNPs still arrive and are
 #     counted ignored; the pacer stays out;
+#   - UD (ib_send_bw -c UD) through the bottleneck: sroce1's UD QP answers
+#     the marked datagrams' sender with CNPs, sroce0's UD QP handles them
+#     and is paced;
 #   - nothing malformed, corrupt or dropped for its ICRC;
 #   - with rdma_rxe (rxe0 on vethA, sroce1 on vethB; rdma_cm): rxe0's
 #     stream sent ECT(0) (-T 2) through the bottleneck gets CNPs from
@@ -49,7 +52,7 @@ sroce_reset
 trap cleanup EXIT
 mkdir -p "$CAP"
 
-tap_plan 24
+tap_plan 25
 sroce_two_devices 1500 || tap_bail "cannot set up sroce0/sroce1"
 
 CC=/sys/class/infiniband/sroce0/ports/1/cc
@@ -336,6 +339,35 @@ sys.exit(not any(any(r > 0 and i < 12 for i, r in s) and
 }
 tap_check "a QP limited by the bottleneck's CNPs is unlimited again once the bottleneck is gone (a 20 ms path)" \
 	recovers
+ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
+
+# ud_congested: 6 s of 1 KiB UD sends through the bottleneck. sroce1's UD
+# QP answers the marked datagrams' sender (their source address, DETH's
+# source QP) with CNPs; sroce0 handles them on its UD QP, whose pacer
+# then holds it.
+ud_congested() {
+	local c
+	declare -A b0 b1
+	shape || return 1
+	for c in np_cnp_sent np_ecn_marked_roce_packets; do b1[$c]=$(c1 $c); done
+	for c in rp_cnp_handled rp_cnp_ignored rp_paced_waits rx_drop_no_qp; do
+		b0[$c]=$(c0 $c)
+	done
+	sroce_pair nsB nsA 18516 \
+		ib_send_bw -d sroce1 -x "$SROCE_GID_B" -F -c UD -s 1024 -D 6 -- \
+		ib_send_bw -d sroce0 -x "$SROCE_GID_A" -F -c UD -s 1024 -D 6 10.77.0.2 ||
+		return 1
+	for c in "${!b1[@]}"; do b1[$c]=$(($(c1 $c) - b1[$c])); done
+	for c in "${!b0[@]}"; do b0[$c]=$(($(c0 $c) - b0[$c])); done
+	echo "UD: RED marked $(red marked); sroce1 CE ${b1[np_ecn_marked_roce_packets]} CNPs sent ${b1[np_cnp_sent]}; sroce0 CNPs handled ${b0[rp_cnp_handled]} ignored ${b0[rp_cnp_ignored]} no QP ${b0[rx_drop_no_qp]} paced ${b0[rp_paced_waits]}"
+	[ "${b1[np_cnp_sent]}" -gt 0 ] && [ "${b0[rp_cnp_ignored]}" = 0 ] &&
+		[ "${b0[rp_cnp_handled]}" -gt 0 ] &&
+		[ "${b0[rp_cnp_handled]}" -le "${b1[np_cnp_sent]}" ] &&
+		[ $((b0[rp_cnp_handled] + b0[rx_drop_no_qp])) -ge "${b1[np_cnp_sent]}" ] &&
+		[ "${b0[rp_paced_waits]}" -gt 0 ]
+}
+tap_check "UD through the bottleneck: sroce1's UD QP sends CNPs to the datagrams' sender, sroce0's UD QP handles every one and is paced" \
+	ud_congested
 ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
 
 tap_check "nothing malformed, corrupt or unrouted" sroce_nothing_malformed
