@@ -621,7 +621,8 @@ struct sroce_cc_qp {
 	u64 reduce_ns;			/* last cut */
 	s64 tokens;			/* bytes the pacer may send */
 	u64 tokens_ns;
-	u64 tx_bytes;			/* sent: the measured rate */
+	u64 tx_bytes;			/* sent by the requester */
+	u64 resp_tx_bytes;		/* READ responses sent */
 	u64 first_ns;			/* the first packet's time */
 	u64 sample_bytes[2];		/* the last two stamps */
 	u64 sample_ns[2];
@@ -1032,6 +1033,7 @@ void sroce_cc_rcv(struct sroce_qp *qp, const struct sk_buff *skb,
 void sroce_cc_cnp_rcv(struct sroce_qp *qp);
 bool sroce_cc_may_send(struct sroce_qp *qp);
 bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen);
+void sroce_cc_resp_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen);
 
 /* PSNs a rate-limited QP may have unacknowledged; 0: no bound of its own. */
 static inline u32 sroce_cc_window(const struct sroce_qp *qp)

@@ -38,10 +38,12 @@
  *
  * The pacer is a token bucket in bytes on the wire (headers included),
  * at most SROCE_CC_BURST_NS of the rate deep; the requester asks it
- * before each packet and, when it is empty, stops its pass and arms
- * pace_timer, which runs the requester again — no busy wait, and the SQ's
- * NEED_KICK stays clear, so the application posts without system calls
- * as while streaming. An unlimited QP pays one READ_ONCE and an add.
+ * before each packet, the responder before each READ response (a READ's
+ * data is the responder's to send), and, when it is empty, the task
+ * stops its pass and arms pace_timer, which runs both again — no busy
+ * wait, and the SQ's NEED_KICK stays clear, so the application posts
+ * without system calls as while streaming. An unlimited QP pays one
+ * READ_ONCE and an add.
  *
  * The notification point: a CE-marked packet to a connected QP (RC, UC,
  * XRC) is answered with a CNP to its peer QP, at most one per QP per
@@ -56,9 +58,10 @@
  * locks on the data path: a change applies from the next packet or event.
  *
  * Locking: qp->cc.lock (spinlock, irqsave) guards the rate state and the
- * bucket; the unlimited fast path reads cc.limited without it and only
- * the requester (its task: one at a time) adds to tx_bytes (read with
- * READ_ONCE) and takes the rate stamps under cc.lock. The CNP stamp
+ * bucket; the unlimited fast path reads cc.limited without it. Only the
+ * requester's task adds to tx_bytes and only the responder's transmit
+ * task to resp_tx_bytes (each one at a time; read with READ_ONCE); the
+ * rate stamps are taken under cc.lock. The CNP stamp
  * of the notification point is claimed with cmpxchg, a UD QP's senders'
  * stamps under cc.lock. Nothing else is held
  * while cc.lock is: it is innermost.
@@ -302,6 +305,12 @@ static void sroce_cc_unlimit(struct sroce_qp *qp)
 	sroce_cc_set_rate(qp, cc->max_kbps, cc->max_kbps);
 }
 
+/* What the QP has sent: its requester's packets and its READ responses. */
+static u64 sroce_cc_tx_total(const struct sroce_cc_qp *cc)
+{
+	return READ_ONCE(cc->tx_bytes) + READ_ONCE(cc->resp_tx_bytes);
+}
+
 /*
  * What the QP sent lately, in kb/s (0 if too little to tell): since the
  * older of the last two stamps, or since its first packet. Under cc.lock.
@@ -309,7 +318,7 @@ static void sroce_cc_unlimit(struct sroce_qp *qp)
 static u32 sroce_cc_measured_kbps(const struct sroce_qp *qp, u64 now)
 {
 	const struct sroce_cc_qp *cc = &qp->cc;
-	u64 tx = READ_ONCE(cc->tx_bytes);
+	u64 tx = sroce_cc_tx_total(cc);
 	u64 since = cc->sample_ns[0] ?: cc->first_ns;
 	u64 bytes = tx - cc->sample_bytes[0];
 
@@ -399,11 +408,14 @@ static enum hrtimer_restart sroce_cc_inc_timer(struct hrtimer *t)
 	return HRTIMER_NORESTART;
 }
 
+/* The bucket has tokens again: the requester's and the READ responses' turn. */
 static enum hrtimer_restart sroce_cc_pace_timer(struct hrtimer *t)
 {
 	struct sroce_qp *qp = container_of(t, struct sroce_qp, cc.pace_timer);
 
 	sroce_task_run(&qp->req_task);
+	if (sroce_qp_reliable_resp(qp))
+		sroce_task_run(&qp->resp_task);
 	return HRTIMER_NORESTART;
 }
 
@@ -502,18 +514,19 @@ void sroce_cc_cnp_rcv(struct sroce_qp *qp)
 }
 
 /*
- * Count a packet's bytes towards the measured rate; a new stamp when the
- * last is SAMPLE_BYTES and SAMPLE_NS behind (one clock read per 64 KiB at
- * most, while the time has not come).
+ * Count a packet's bytes towards the measured rate, in @own (the sending
+ * task's counter: it is its only writer); a new stamp when the last is
+ * SAMPLE_BYTES and SAMPLE_NS behind (one clock read per 64 KiB at most,
+ * while the time has not come).
  */
-static void sroce_cc_count(struct sroce_qp *qp, u32 bytes)
+static void sroce_cc_count(struct sroce_qp *qp, u64 *own, u32 bytes)
 {
 	struct sroce_cc_qp *cc = &qp->cc;
-	u64 tx = cc->tx_bytes + bytes;
 	unsigned long flags;
-	u64 now;
+	u64 tx, now;
 
-	WRITE_ONCE(cc->tx_bytes, tx);
+	WRITE_ONCE(*own, *own + bytes);
+	tx = sroce_cc_tx_total(cc);
 	if (likely(tx - cc->sample_bytes[1] < SROCE_CC_SAMPLE_BYTES &&
 		   cc->first_ns))
 		return;
@@ -541,13 +554,14 @@ static u32 sroce_cc_wire_bytes(const struct sroce_qp *qp, u32 hdr_len,
 }
 
 /**
- * sroce_cc_may_send - may the requester send a packet now?
- * @qp: the sending QP (in its requester task)
+ * sroce_cc_may_send - may the requester (or the responder, a READ
+ *	response) send a packet now?
+ * @qp: the sending QP (in its requester or responder transmit task)
  *
  * Unlimited QPs always may. A limited one may while its bucket holds
  * tokens; the packet's bytes are taken when it is sent
- * (sroce_cc_sent()). When it may not, pace_timer runs the requester when
- * it may.
+ * (sroce_cc_sent(), sroce_cc_resp_sent()). When it may not, pace_timer
+ * runs both tasks when it may.
  *
  * Return: true to send it.
  */
@@ -580,25 +594,16 @@ bool sroce_cc_may_send(struct sroce_qp *qp)
 	return false;
 }
 
-/**
- * sroce_cc_sent - account a packet the requester sent
- * @qp: the sending QP (in its requester task)
- * @hdr_len: transport header bytes of the packet
- * @paylen: its payload bytes
- *
- * Return: true if the bucket is empty after it (the packet should ask for
- * an acknowledgment: the next one may wait).
- */
-bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen)
+/* Count @bytes sent (in @own) and take them from the bucket. */
+static bool sroce_cc_take(struct sroce_qp *qp, u64 *own, u32 bytes)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
-	u32 bytes = sroce_cc_wire_bytes(qp, hdr_len, paylen);
 	struct sroce_cc_qp *cc = &qp->cc;
 	u32 reset = CC_PARAM(rp_byte_reset);
 	unsigned long flags;
 	bool empty;
 
-	sroce_cc_count(qp, bytes);
+	sroce_cc_count(qp, own, bytes);
 	if (likely(!READ_ONCE(cc->limited)))
 		return false;
 	spin_lock_irqsave(&cc->lock, flags);
@@ -612,6 +617,36 @@ bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen)
 	}
 	spin_unlock_irqrestore(&cc->lock, flags);
 	return empty;
+}
+
+/**
+ * sroce_cc_sent - account a packet the requester sent
+ * @qp: the sending QP (in its requester task)
+ * @hdr_len: transport header bytes of the packet
+ * @paylen: its payload bytes
+ *
+ * Return: true if the bucket is empty after it (the packet should ask for
+ * an acknowledgment: the next one may wait).
+ */
+bool sroce_cc_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen)
+{
+	return sroce_cc_take(qp, &qp->cc.tx_bytes,
+			     sroce_cc_wire_bytes(qp, hdr_len, paylen));
+}
+
+/**
+ * sroce_cc_resp_sent - account a READ response the responder sent
+ * @qp: the sending QP (in its responder's transmit task)
+ * @hdr_len: transport header bytes of the packet
+ * @paylen: its payload bytes
+ *
+ * Hardware paces everything a QP sends; a READ's data goes out as the
+ * responder's answers, and they take the QP's tokens as its requests do.
+ */
+void sroce_cc_resp_sent(struct sroce_qp *qp, u32 hdr_len, u32 paylen)
+{
+	sroce_cc_take(qp, &qp->cc.resp_tx_bytes,
+		      sroce_cc_wire_bytes(qp, hdr_len, paylen));
 }
 
 /**

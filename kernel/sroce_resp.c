@@ -1574,16 +1574,23 @@ bool sroce_resp_tx_pass(struct sroce_task *task)
 	while (resp->tx_head != resp->tx_tail && budget > 0) {
 		struct sroce_resp_tx *tx = &resp->txq[resp->tx_head %
 						      resp->txq_size];
+		bool read = tx->type == SROCE_RTX_READ;
+		u32 off = tx->off;
 		unsigned int hdr_len;
 		struct sk_buff *skb;
 		struct sroce_av av;
 		bool done;
 
+		/* READ data is paced as requests are; pace_timer resumes. */
+		if (read && !sroce_cc_may_send(qp))
+			break;
 		skb = sroce_resp_build(qp, tx, &hdr_len, &done);
 		if (!skb || done)
 			resp->tx_head++;
 		if (!skb)
 			continue;
+		if (read)
+			sroce_cc_resp_sent(qp, hdr_len, tx->off - off);
 		av = qp->attr.av;
 		spin_unlock_bh(&qp->resp_lock);
 		sroce_net_xmit(sdev, &av, &qp->dst_cache, skb, hdr_len,

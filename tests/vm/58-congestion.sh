@@ -28,6 +28,8 @@
 #   - UD (ib_send_bw -c UD) through the bottleneck: sroce1's UD QP answers
 #     the marked datagrams' sender with CNPs, sroce0's UD QP handles them
 #     and is paced;
+#   - READs whose responses cross the bottleneck (sroce0 serves): the
+#     reader's CNPs reach sroce0's QP, whose pacer holds the responses;
 #   - nothing malformed, corrupt or dropped for its ICRC;
 #   - with rdma_rxe (rxe0 on vethA, sroce1 on vethB; rdma_cm): rxe0's
 #     stream sent ECT(0) (-T 2) through the bottleneck gets CNPs from
@@ -52,7 +54,7 @@ sroce_reset
 trap cleanup EXIT
 mkdir -p "$CAP"
 
-tap_plan 25
+tap_plan 26
 sroce_two_devices 1500 || tap_bail "cannot set up sroce0/sroce1"
 
 CC=/sys/class/infiniband/sroce0/ports/1/cc
@@ -354,8 +356,8 @@ ud_congested() {
 		b0[$c]=$(c0 $c)
 	done
 	sroce_pair nsB nsA 18516 \
-		ib_send_bw -d sroce1 -x "$SROCE_GID_B" -F -c UD -s 1024 -D 6 -- \
-		ib_send_bw -d sroce0 -x "$SROCE_GID_A" -F -c UD -s 1024 -D 6 10.77.0.2 ||
+		ib_send_bw -d sroce1 -x "$SROCE_GID_B" -F -c UD -s 1024 -D 6 -p 18516 -- \
+		ib_send_bw -d sroce0 -x "$SROCE_GID_A" -F -c UD -s 1024 -D 6 -p 18516 10.77.0.2 ||
 		return 1
 	for c in "${!b1[@]}"; do b1[$c]=$(($(c1 $c) - b1[$c])); done
 	for c in "${!b0[@]}"; do b0[$c]=$(($(c0 $c) - b0[$c])); done
@@ -368,6 +370,30 @@ ud_congested() {
 }
 tap_check "UD through the bottleneck: sroce1's UD QP sends CNPs to the datagrams' sender, sroce0's UD QP handles every one and is paced" \
 	ud_congested
+ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
+
+# read_paced: 6 s of 64 KiB READs whose data crosses the bottleneck:
+# sroce0 serves (its READ responses leave by vethA), sroce1 reads and
+# gets them CE-marked; its CNPs go to sroce0's QP, whose pacer then holds
+# the READ responses (sroce0's requester sends nothing there).
+read_paced() {
+	local c
+	declare -A b0 b1
+	shape || return 1
+	for c in np_cnp_sent np_ecn_marked_roce_packets; do b1[$c]=$(c1 $c); done
+	for c in rp_cnp_handled rp_cnp_ignored rp_paced_waits; do b0[$c]=$(c0 $c); done
+	sroce_pair nsA nsB 18517 \
+		ib_read_bw -d sroce0 -x "$SROCE_GID_A" -F -s 65536 -D 6 -p 18517 -- \
+		ib_read_bw -d sroce1 -x "$SROCE_GID_B" -F -s 65536 -D 6 -p 18517 10.77.0.1 ||
+		return 1
+	for c in "${!b1[@]}"; do b1[$c]=$(($(c1 $c) - b1[$c])); done
+	for c in "${!b0[@]}"; do b0[$c]=$(($(c0 $c) - b0[$c])); done
+	echo "READ: RED marked $(red marked) dropped $(( $(red early) + $(red pdrop) )); sroce1 CE ${b1[np_ecn_marked_roce_packets]} CNPs sent ${b1[np_cnp_sent]}; sroce0 CNPs handled ${b0[rp_cnp_handled]} ignored ${b0[rp_cnp_ignored]} paced ${b0[rp_paced_waits]}"
+	[ "${b1[np_cnp_sent]}" -gt 0 ] && [ "${b0[rp_cnp_handled]}" -gt 0 ] &&
+		[ "${b0[rp_cnp_ignored]}" = 0 ] && [ "${b0[rp_paced_waits]}" -gt 0 ]
+}
+tap_check "READ responses through the bottleneck: the reader's CNPs reach the responder's QP, whose pacer holds its READ responses" \
+	read_paced
 ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
 
 tap_check "nothing malformed, corrupt or unrouted" sroce_nothing_malformed
