@@ -684,10 +684,11 @@ static bool sroce_cc_claim_cnp(struct sroce_qp *qp, u64 now)
 
 /*
  * A CNP to @av's QP @dqpn: BTH (BECN, P_Key 0xffff, PSN 0), 16 zeros.
- * @cache: the route cache of the path (a connected QP's), or NULL.
+ * @cache: the route cache of the path (a connected QP's), or NULL;
+ * @sport: the flow's UDP source port.
  */
 static void sroce_cc_send_cnp(struct sroce_qp *qp, struct sroce_av *av,
-			      struct dst_cache *cache, u32 dqpn)
+			      struct dst_cache *cache, u32 dqpn, u16 sport)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	const unsigned int hdr_len = SROCE_BTH_BYTES + SROCE_CNP_BYTES;
@@ -708,8 +709,7 @@ static void sroce_cc_send_cnp(struct sroce_qp *qp, struct sroce_av *av,
 	sroce_hdr_build(skb->data, &pkt);
 	skb->priority = CC_PARAM(np_cnp_prio);
 	av->traffic_class = (CC_PARAM(np_cnp_dscp) & 0x3f) << 2;
-	if (!sroce_net_xmit(sdev, av, cache, skb, hdr_len, qp->src_port,
-			    NULL)) {
+	if (!sroce_net_xmit(sdev, av, cache, skb, hdr_len, sport, NULL)) {
 		sroce_count(sdev, SROCE_CNT_NP_CNP_SENT, 1);
 		trace_sroce_cnp_sent(qp, dqpn);
 	}
@@ -798,7 +798,8 @@ static void sroce_cc_rcv_ud(struct sroce_qp *qp, const struct sk_buff *skb,
 	key = sroce_cc_ud_peer(skb, pkt, &av);
 	if (!sroce_cc_claim_ud_cnp(qp, key, ktime_get_ns()))
 		return;
-	sroce_cc_send_cnp(qp, &av, NULL, pkt->sqpn);
+	sroce_cc_send_cnp(qp, &av, NULL, pkt->sqpn,
+			  rdma_get_udp_sport(0, qp->qpn, pkt->sqpn));
 }
 
 /**
@@ -837,7 +838,7 @@ void sroce_cc_rcv(struct sroce_qp *qp, const struct sk_buff *skb,
 	spin_unlock_bh(&qp->state_lock);
 	if (state != IB_QPS_RTR && state != IB_QPS_RTS && state != IB_QPS_SQD)
 		return;
-	sroce_cc_send_cnp(qp, &av, &qp->dst_cache, dqpn);
+	sroce_cc_send_cnp(qp, &av, &qp->dst_cache, dqpn, qp->src_port);
 }
 
 /* QP life ------------------------------------------------------------ */
