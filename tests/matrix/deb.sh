@@ -12,7 +12,8 @@
 #   trixie    the libsroce1 built against rdma-core 44 must be refused;
 #             "make deb" run again inside a trixie build root (its
 #             libibverbs-dev, as a distribution would build it), and its
-#             packages installed with linux-headers-amd64 (6.12)
+#             packages installed with linux-headers-amd64 (6.12); they are
+#             kept in build/deb/trixie/ (tests/matrix/deb-install.sh trixie)
 #
 # Roots come from tools/matrix/root (mmdebstrap once per suite, cached as
 # tarballs under $SROCE_CACHE/roots, default build/cache); every run
@@ -352,10 +353,13 @@ if fresh_root trixie build trixie-build; then
 	if [[ $rc -eq 0 && -f $tx_lib && -f $tx_dkms ]] &&
 		[[ $(field "$tx_lib" Depends) == *"$(pin_of "$tx_rel")"* ]]; then
 		ok "trixie: make deb in a trixie root: libsroce1 Depends $(pin_of "$tx_rel") ($((SECONDS - t0)) s)"
-		mkdir -p "$work/trixie-debs"
-		cp "$tx_lib" "$tx_dkms" "$work/trixie-debs/"
-		tx_lib=$work/trixie-debs/${tx_lib##*/}
-		tx_dkms=$work/trixie-debs/${tx_dkms##*/}
+		# Kept beside the host's packages, for
+		# tests/matrix/deb-install.sh trixie.
+		rm -rf "$out/trixie"
+		mkdir -p "$out/trixie"
+		cp "$tx_lib" "$tx_dkms" "$out/trixie/"
+		tx_lib=$out/trixie/${tx_lib##*/}
+		tx_dkms=$out/trixie/${tx_dkms##*/}
 	else
 		nok "trixie: make deb in a trixie root (rdma-core ${tx_rel:-?}) builds a libsroce1 pinned to it"
 		tail -20 <<<"$o" | diag
