@@ -589,11 +589,6 @@ struct sroce_resp {
 	u32 xrc_srqn;
 };
 
-/*
- * A QP's congestion control state (sroce_cc.c): DCQCN's rates and alpha,
- * the pacer's bucket, the notification point's last CNP. Everything
- * after link_mbps starts over at RESET.
- */
 /* A UD QP's notification point: the last CNP to each of its senders. */
 #define SROCE_CC_UD_PEERS	8
 
@@ -602,6 +597,11 @@ struct sroce_cc_ud_peer {
 	u64 cnp_ns;
 };
 
+/*
+ * A QP's congestion control state (sroce_cc.c): DCQCN's rates and alpha,
+ * the pacer's bucket, the notification point's last CNP. Everything
+ * after link_mbps starts over at RESET.
+ */
 struct sroce_cc_qp {
 	spinlock_t lock;
 	struct hrtimer inc_timer;	/* DCQCN's rate-increase timer */

@@ -61,10 +61,9 @@
  * bucket; the unlimited fast path reads cc.limited without it. Only the
  * requester's task adds to tx_bytes and only the responder's transmit
  * task to resp_tx_bytes (each one at a time; read with READ_ONCE); the
- * rate stamps are taken under cc.lock. The CNP stamp
- * of the notification point is claimed with cmpxchg, a UD QP's senders'
- * stamps under cc.lock. Nothing else is held
- * while cc.lock is: it is innermost.
+ * rate stamps are taken under cc.lock. A connected QP's CNP stamp is
+ * claimed with cmpxchg, a UD QP's senders' stamps under cc.lock.
+ * Nothing else is held while cc.lock is: it is innermost.
  */
 
 #include <linux/hash.h>
