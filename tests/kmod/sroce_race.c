@@ -14,6 +14,7 @@
  *   insmod sroce_race.ko scenario=NAME [delay_ms=N]
  *   echo N > /sys/module/sroce_race/parameters/armed   (delays to make)
  *   cat /sys/module/sroce_race/parameters/hits         (delays begun)
+ *   cat /sys/module/sroce_race/parameters/cpu          (where the last spins)
  *
  * Scenarios (each names the window it widens):
  *   lookup      a packet's QP lookup (sroce_qp_get) after it loaded the
@@ -30,6 +31,14 @@
  *   qp_error    a responder about to move its QP to ERR (sroce_qp_error)
  *               after a request failed: another CPU may take the next
  *               packet of the same message meanwhile
+ *   odp_atomic  a responder whose atomic found its ODP page missing
+ *               (sroce_odp_ensure returning -EAGAIN, having queued the
+ *               fault): the fault completes on another CPU meanwhile, so
+ *               the page is there when the responder looks again
+ *   odp_write   an ODP fault in progress (sroce_odp_fault_work) held,
+ *               then a responder's copy into that MR that missed the page
+ *               (sroce_mr_copy_skb returning -EAGAIN), three times as
+ *               long: the held fault completes meanwhile
  */
 
 #include <linux/atomic.h>
@@ -41,7 +50,8 @@
 
 static char *scenario = "";
 module_param(scenario, charp, 0444);
-MODULE_PARM_DESC(scenario, "lookup, publish, cq_flag or qp_error");
+MODULE_PARM_DESC(scenario,
+		 "lookup, publish, cq_flag, qp_error, odp_atomic or odp_write");
 
 static unsigned int delay_ms = 300;
 module_param(delay_ms, uint, 0644);
@@ -49,6 +59,7 @@ MODULE_PARM_DESC(delay_ms, "how long each delay spins (default 300)");
 
 static atomic_t armed = ATOMIC_INIT(0);
 static atomic_t hits = ATOMIC_INIT(0);
+static atomic_t cpu = ATOMIC_INIT(-1);
 
 static int race_set_atomic(const char *val, const struct kernel_param *kp)
 {
@@ -74,6 +85,8 @@ module_param_cb(armed, &race_atomic_ops, &armed, 0644);
 MODULE_PARM_DESC(armed, "delays still to make (write to arm)");
 module_param_cb(hits, &race_atomic_ops, &hits, 0444);
 MODULE_PARM_DESC(hits, "delays begun so far");
+module_param_cb(cpu, &race_atomic_ops, &cpu, 0444);
+MODULE_PARM_DESC(cpu, "the CPU the last delay spins on (-1: none yet)");
 
 /*
  * One delay of @mult * delay_ms if armed, and (@stage >= 0) if exactly
@@ -84,6 +97,7 @@ static void race_delay(int stage, unsigned int mult)
 	if (stage >= 0 && atomic_read(&hits) != stage)
 		return;
 	if (atomic_add_unless(&armed, -1, 0)) {
+		atomic_set(&cpu, raw_smp_processor_id());
 		atomic_inc(&hits);
 		mdelay(delay_ms * mult);
 	}
@@ -131,6 +145,23 @@ static int race_xa_load_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 static struct kretprobe race_xa_load = {
 	.kp.symbol_name = "xa_load",
 	.handler = race_xa_load_ret,
+	.maxactive = 64,
+};
+
+/* odp_atomic, odp_write: a delay where a function returns -EAGAIN ------ */
+
+static int race_eagain_stage;
+static unsigned int race_eagain_mult = 1;
+
+static int race_eagain_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	if ((int)regs_return_value(regs) == -EAGAIN)
+		race_delay(race_eagain_stage, race_eagain_mult);
+	return 0;
+}
+
+static struct kretprobe race_eagain = {
+	.handler = race_eagain_ret,
 	.maxactive = 64,
 };
 
@@ -220,6 +251,25 @@ static int __init sroce_race_init(void)
 		err = addr ? race_probe_at(NULL, addr, -1, 1) : -ENOENT;
 	} else if (!strcmp(scenario, "qp_error")) {
 		err = race_probe_at("sroce_qp_error", 0, -1, 1);
+	} else if (!strcmp(scenario, "odp_atomic")) {
+		race_eagain.kp.symbol_name = "sroce_odp_ensure";
+		race_eagain_stage = -1;
+		err = register_kretprobe(&race_eagain);
+		if (err)
+			return err;
+	} else if (!strcmp(scenario, "odp_write")) {
+		/* The fault first; then the copy, holding on longer. */
+		err = race_probe_at("sroce_odp_fault_work", 0, 0, 1);
+		if (err)
+			return err;
+		race_eagain.kp.symbol_name = "sroce_mr_copy_skb";
+		race_eagain_stage = 1;
+		race_eagain_mult = 3;
+		err = register_kretprobe(&race_eagain);
+		if (err) {
+			unregister_kprobe(&race_probes[--race_nprobes].kp);
+			return err;
+		}
 	} else {
 		return -EINVAL;
 	}
@@ -237,6 +287,8 @@ static void __exit sroce_race_exit(void)
 {
 	if (!strcmp(scenario, "lookup"))
 		unregister_kretprobe(&race_xa_load);
+	if (!strncmp(scenario, "odp_", 4))
+		unregister_kretprobe(&race_eagain);
 	while (race_nprobes)
 		unregister_kprobe(&race_probes[--race_nprobes].kp);
 }

@@ -24,6 +24,15 @@
 //   cq_flag  a full CQ's overflow stalls before it sets the ring's error
 //            flag while the CQ is resized: the flag must land in the ring
 //            the CQ has (the new one), and nothing freed is written.
+//   odp_atomic  a FETCH_ADD to an untouched ODP word finds the page
+//            missing; its fault completes while the responder stalls, so
+//            the page is back when the responder looks again: the atomic
+//            must still be executed once (asked again), never answered
+//            without being executed. Then a CMP_SWAP on the same word.
+//   odp_write   a prefetch's fault is held, a WRITE into the same
+//            untouched ODP pages misses and stalls while the fault
+//            completes: the WRITE must place every byte before it
+//            completes, never be taken as placed with the page back.
 //
 // Prints TAP.
 #include <errno.h>
@@ -157,13 +166,14 @@ ibv_qp *make_qp(side &s, ibv_cq *scq, ibv_cq *rcq)
 
 // RESET -> RTS towards @dest_qpn at @dgid (retry_cnt 1: a peer that is
 // gone is given up on quickly).
-bool connect_qp(side &s, ibv_qp *qp, uint32_t dest_qpn, const ibv_gid &dgid)
+bool connect_qp(side &s, ibv_qp *qp, uint32_t dest_qpn, const ibv_gid &dgid,
+		int access = IBV_ACCESS_REMOTE_WRITE, int rnr_retry = 1)
 {
 	ibv_qp_attr a = {};
 
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	a.qp_access_flags = access;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 				      IBV_QP_ACCESS_FLAGS))
 		return false;
@@ -188,7 +198,7 @@ bool connect_qp(side &s, ibv_qp *qp, uint32_t dest_qpn, const ibv_gid &dgid)
 	a.sq_psn = 0;
 	a.timeout = 14;
 	a.retry_cnt = 1;
-	a.rnr_retry = 1;
+	a.rnr_retry = rnr_retry;
 	a.max_rd_atomic = 1;
 	return !ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 					      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
@@ -416,6 +426,166 @@ void scenario_cq_flag(side &a, side &b)
 	drain(b.cq, 8);
 }
 
+// ---- odp_atomic, odp_write ------------------------------------------------
+
+// An ODP MR on @len bytes of fresh anonymous memory (no page behind it).
+struct odp_region {
+	uint8_t *mem = nullptr;
+	size_t len = 0;
+	ibv_mr *mr = nullptr;
+};
+
+bool odp_make(side &s, odp_region &r, size_t len)
+{
+	void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED)
+		return false;
+	r.mem = static_cast<uint8_t *>(m);
+	r.len = len;
+	r.mr = ibv_reg_mr(s.pd, r.mem, len,
+			  IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	return r.mr != nullptr;
+}
+
+void odp_free(odp_region &r)
+{
+	if (r.mr)
+		ibv_dereg_mr(r.mr);
+	if (r.mem)
+		munmap(r.mem, r.len);
+}
+
+// A connected pair for the ODP scenarios: @b's QP takes WRITEs and
+// atomics, both sides wait out RNR NAKs (an ODP miss answers with one).
+bool odp_pair(side &a, side &b, ibv_qp *&x, ibv_qp *&y)
+{
+	const int all = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC;
+
+	x = make_qp(a, nullptr, nullptr);
+	y = make_qp(b, nullptr, nullptr);
+	return x && y && connect_qp(a, x, y->qp_num, b.gid, all, 7) &&
+	       connect_qp(b, y, x->qp_num, a.gid, all, 7);
+}
+
+// One atomic from @x into @word at offset 64; its original value, or ~0.
+uint64_t odp_atomic(side &a, ibv_qp *x, const odp_region &word, bool cmp_swap, uint64_t compare,
+		    uint64_t swap_add, int &status)
+{
+	ibv_sge sge = {reinterpret_cast<uintptr_t>(a.buf) + 4096, 8, a.mr->lkey};
+	ibv_send_wr wr = {}, *bad;
+	ibv_wc wc = {};
+	uint64_t orig = ~0ULL;
+
+	memset(a.buf + 4096, 0xee, 8);
+	wr.wr_id = cmp_swap ? 2 : 1;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = cmp_swap ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.atomic.remote_addr = reinterpret_cast<uintptr_t>(word.mem) + 64;
+	wr.wr.atomic.rkey = word.mr->rkey;
+	wr.wr.atomic.compare_add = cmp_swap ? compare : swap_add;
+	wr.wr.atomic.swap = swap_add;
+	status = ibv_post_send(x, &wr, &bad) ? -1 : (drain(a.cq, 1, &wc) == 1 ? wc.status : -2);
+	if (status == IBV_WC_SUCCESS)
+		memcpy(&orig, a.buf + 4096, 8);
+	return orig;
+}
+
+void scenario_odp_atomic(side &a, side &b)
+{
+	odp_region word;
+	ibv_qp *x = nullptr, *y = nullptr;
+
+	if (!tap::check(odp_make(b, word, 4096) && odp_pair(a, b, x, y),
+			"odp_atomic: an ODP MR on an untouched page of %s, QPs connected", b.name)) {
+		odp_free(word);
+		return;
+	}
+	write_param("armed", 1);
+	int st = -1;
+	uint64_t orig = ~0ULL;
+	std::thread requester([&] {
+		pin(0);
+		orig = odp_atomic(a, x, word, false, 0, 5, st);
+	});
+	pin(1);
+	tap::check(wait_hits(1), "odp_atomic: the responder stalls with the page missing");
+	requester.join();
+	uint64_t w;
+	memcpy(&w, word.mem + 64, 8);
+	tap::check(st == IBV_WC_SUCCESS && orig == 0 && w == 5,
+		   "odp_atomic: FETCH_ADD(5) on the untouched word: status %d (0), returned %llu "
+		   "(0), word %llu (5): executed once",
+		   st, (unsigned long long)orig, (unsigned long long)w);
+	orig = odp_atomic(a, x, word, true, 5, 77, st);
+	memcpy(&w, word.mem + 64, 8);
+	tap::check(st == IBV_WC_SUCCESS && orig == 5 && w == 77,
+		   "odp_atomic: then CMP_SWAP(5 -> 77): status %d (0), returned %llu (5), word "
+		   "%llu (77)",
+		   st, (unsigned long long)orig, (unsigned long long)w);
+	ibv_destroy_qp(x);
+	ibv_destroy_qp(y);
+	odp_free(word);
+}
+
+void scenario_odp_write(side &a, side &b)
+{
+	const uint32_t len = 1024;	// one packet at path MTU 1024
+	odp_region tgt;
+	ibv_qp *x = nullptr, *y = nullptr;
+
+	if (!tap::check(odp_make(b, tgt, 2 * 4096) && odp_pair(a, b, x, y),
+			"odp_write: an ODP MR on two untouched pages of %s, QPs connected", b.name)) {
+		odp_free(tgt);
+		return;
+	}
+	for (uint32_t i = 0; i < len; i++)
+		a.buf[i] = static_cast<char>(i * 7 + 3);
+	write_param("armed", 2);
+	// A prefetch in the background: its fault stalls at its start.
+	ibv_sge ps = {reinterpret_cast<uintptr_t>(tgt.mem), 2 * 4096, tgt.mr->lkey};
+	int adv = ibv_advise_mr(b.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &ps, 1);
+	tap::check(adv == 0, "odp_write: ibv_advise_mr(PREFETCH_WRITE) queued (%s)", strerror(adv));
+	tap::check(wait_hits(1), "odp_write: the prefetch's fault stalls at its start (CPU %d)",
+		   read_param("cpu"));
+	// The WRITE misses the page, stalls, the fault completes meanwhile.
+	ibv_sge sge = {reinterpret_cast<uintptr_t>(a.buf), len, a.mr->lkey};
+	ibv_send_wr wr = {}, *bad;
+	ibv_wc wc = {};
+	wr.wr_id = 3;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(tgt.mem) + 100;
+	wr.wr.rdma.rkey = tgt.mr->rkey;
+	int st = -1;
+	// Not on the CPU the fault spins on (a kprobe's delay holds it).
+	int stalled = read_param("cpu");
+	std::thread requester([&] {
+		pin(stalled == 0 ? 1 : 0);
+		st = ibv_post_send(x, &wr, &bad) ? -1 : (drain(a.cq, 1, &wc) == 1 ? wc.status : -2);
+	});
+	requester.join();
+	tap::check(read_param("hits") == 2, "odp_write: the WRITE's copy missed and stalled (%d)",
+		   read_param("hits"));
+	uint32_t bad_at = len;
+	for (uint32_t i = 0; i < len && bad_at == len; i++)
+		if (tgt.mem[100 + i] != static_cast<uint8_t>(i * 7 + 3))
+			bad_at = i;
+	tap::check(st == IBV_WC_SUCCESS && bad_at == len,
+		   "odp_write: WRITE of %u bytes: status %d (0), every byte placed (first wrong "
+		   "at %d of %u)",
+		   len, st, bad_at == len ? -1 : static_cast<int>(bad_at), len);
+	ibv_destroy_qp(x);
+	ibv_destroy_qp(y);
+	odp_free(tgt);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -447,6 +617,10 @@ int main(int argc, char **argv)
 		scenario_publish(a, b);
 	else if (scenario == "cq_flag")
 		scenario_cq_flag(a, b);
+	else if (scenario == "odp_atomic")
+		scenario_odp_atomic(a, b);
+	else if (scenario == "odp_write")
+		scenario_odp_write(a, b);
 	else
 		tap::check(false, "unknown scenario %s", scenario.c_str());
 	write_param("armed", 0);

@@ -10,9 +10,14 @@
 #            it only once the packet that found it lets go
 #   cq_flag  a full CQ's error flag lands in the ring a concurrent resize
 #            left, not in the freed one
-# Each would be a use-after-free in the module of 6722acb: KASAN reports it
-# on the debug kernel (the VM runner fails the script on the report); the
-# tool's own points check what the packet, create and CQ ended up with.
+#   odp_atomic  an atomic whose ODP page another CPU's fault brought back
+#            while the responder stalled after missing it is executed (asked
+#            again), never answered as if done
+#   odp_write   the same for a WRITE's copy: every byte placed
+# The first three would be a use-after-free in the module of 6722acb: KASAN
+# reports it on the debug kernel (the VM runner fails the script on the
+# report); the tool's own points check what the packet, create, CQ,
+# atomic and WRITE ended up with.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -34,12 +39,14 @@ race() {
 	return $rc
 }
 
-tap_plan 5
+tap_plan 7
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 
 tap_check "lookup: a QP destroyed while a packet's lookup stalls" race lookup
 tap_check "publish: a failed create_qp waits for the packet holding the QP" race publish
 tap_check "cq_flag: a CQ resized while its overflow stalls" race cq_flag
+tap_check "odp_atomic: an atomic's ODP page back while it stalls: executed, not answered blank" race odp_atomic
+tap_check "odp_write: a WRITE's ODP page back while its copy stalls: every byte placed" race odp_write
 tap_eq "rdma resource counts back to the MAD layer's own" \
 	"$(sroce_resources sroce0) / $(sroce_resources sroce1)" \
 	"$SROCE_MAD_OBJECTS / ${SROCE_MAD_OBJECTS/sroce0/sroce1}"
