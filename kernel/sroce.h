@@ -901,6 +901,8 @@ void *sroce_odp_map(const struct sroce_mr *mr, u64 iova, bool write,
 void sroce_odp_unmap(const struct sroce_odp_held *held);
 int sroce_odp_ensure(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 		     struct sroce_qp *qp, enum sroce_odp_kick kick);
+int sroce_odp_refault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
+		      struct sroce_qp *qp, enum sroce_odp_kick kick);
 int sroce_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);

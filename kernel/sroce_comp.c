@@ -327,9 +327,9 @@ static u8 sroce_comp_scatter(struct sroce_qp *qp,
 			err = sroce_mr_copy(mr, sge[i].addr + off, (void *)buf,
 					    n, true);
 		if (err == -EAGAIN)
-			err = sroce_odp_ensure(mr, sge[i].addr + off,
-					       sge[i].length - off, true, NULL,
-					       SROCE_ODP_KICK_REQ);
+			err = sroce_odp_refault(mr, sge[i].addr + off,
+						sge[i].length - off, true, NULL,
+						SROCE_ODP_KICK_REQ);
 		sroce_mr_put(mr);
 		if (err == -EAGAIN || err == -ENOMEM)
 			return SROCE_COMP_ODP_WAIT;

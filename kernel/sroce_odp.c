@@ -674,6 +674,38 @@ int sroce_odp_ensure(struct sroce_mr *mr, u64 iova, u64 len, bool write,
 }
 
 /**
+ * sroce_odp_refault - an access to [@iova, @iova + @len) of @mr missed a
+ *	page (sroce_mr_copy() and the like returned -EAGAIN): fault the
+ *	range in and have @qp's @kick run when it is there
+ * @mr: an ODP MR whose range the caller checked
+ * @iova: the byte the access missed
+ * @len: bytes from there that the access needs
+ * @write: the access writes
+ * @qp: the QP whose @kick redoes the access, or NULL (the peer asks again)
+ * @kick: what of @qp runs when the pages are there
+ *
+ * The access stopped at the page it missed: it is not done, and its
+ * caller redoes it whatever this finds. The pages may be back already —
+ * another CPU's fault can bring them between the miss and this call — and
+ * an access taken as done then would leave bytes unplaced or an atomic
+ * unexecuted with a successful answer. So a @qp still gets its kick.
+ *
+ * Return: -EAGAIN (redo the access after the kick, or when the peer asks
+ * again), -ENOMEM (nothing could be asked for) or -EFAULT (a fault failed).
+ */
+int sroce_odp_refault(struct sroce_mr *mr, u64 iova, u64 len, bool write,
+		      struct sroce_qp *qp, enum sroce_odp_kick kick)
+{
+	int err = sroce_odp_ensure(mr, iova, len, write, qp, kick);
+
+	if (err)
+		return err;
+	if (qp && !sroce_odp_fault_async(mr, iova, len, write, qp, kick))
+		return -ENOMEM;
+	return -EAGAIN;
+}
+
+/**
  * sroce_advise_mr - ib_device_ops.advise_mr: prefetch ODP MRs' pages
  * @ibpd: the PD the lkeys must be in
  * @advice: PREFETCH (read), PREFETCH_WRITE or PREFETCH_NO_FAULT (record

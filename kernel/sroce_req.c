@@ -377,9 +377,9 @@ static int sroce_req_gather(struct sroce_qp *qp,
 					    false);
 		/* ODP: fault in the rest of the SGE, then run this pass again. */
 		if (err == -EAGAIN)
-			err = sroce_odp_ensure(mr, sge[i].addr + offset,
-					       sge[i].length - offset, false,
-					       qp, SROCE_ODP_KICK_REQ);
+			err = sroce_odp_refault(mr, sge[i].addr + offset,
+						sge[i].length - offset, false,
+						qp, SROCE_ODP_KICK_REQ);
 		/* Not even asked for (no memory): the next pass asks again. */
 		if (err == -ENOMEM)
 			err = -EAGAIN;

@@ -497,9 +497,10 @@ static u8 sroce_resp_scatter(struct sroce_qp *qp, const struct sk_buff *skb,
 					    true);
 		/* UD: the datagram waits, and runs again after the fault. */
 		if (err == -EAGAIN)
-			err = sroce_odp_ensure(mr, sge->addr + pos,
-					       sge->length - pos, true, ud ? qp : NULL,
-					       SROCE_ODP_KICK_RESP);
+			err = sroce_odp_refault(mr, sge->addr + pos,
+						sge->length - pos, true,
+						ud ? qp : NULL,
+						SROCE_ODP_KICK_RESP);
 		sroce_mr_put(mr);
 		if (err == -EAGAIN || (err == -ENOMEM && !ud))
 			return SROCE_SCATTER_ODP_WAIT;
@@ -620,8 +621,8 @@ static u32 sroce_resp_write(struct sroce_qp *qp, struct sk_buff *skb,
 					pkt->paylen);
 		/* ODP: the rest of the message's range at once. */
 		if (err == -EAGAIN)
-			err = sroce_odp_ensure(mr, resp->va, resp->resid, true,
-					       NULL, SROCE_ODP_KICK_REQ);
+			err = sroce_odp_refault(mr, resp->va, resp->resid, true,
+						NULL, SROCE_ODP_KICK_REQ);
 		sroce_mr_put(mr);
 		if (err == -EAGAIN || err == -ENOMEM)
 			return sroce_resp_odp_wait(qp, pkt);
@@ -753,13 +754,15 @@ static u32 sroce_resp_rd_atomic(struct sroce_qp *qp,
 	/* ODP: a READ is answered from pages that are there. */
 	err = mr ? sroce_odp_ensure(mr, pkt->va, len, atomic, NULL,
 				    SROCE_ODP_KICK_REQ) : 0;
-	if (!err && atomic)
+	if (!err && atomic) {
 		err = sroce_mr_atomic(mr, pkt->va,
 				      pkt->opcode == SROCE_OP_CMP_SWAP,
 				      pkt->compare, pkt->swap_add, &orig);
-	if (err == -EAGAIN && atomic)
-		err = sroce_odp_ensure(mr, pkt->va, len, true, NULL,
-				       SROCE_ODP_KICK_REQ);
+		/* Not executed: asked again, once the page is there. */
+		if (err == -EAGAIN)
+			err = sroce_odp_refault(mr, pkt->va, len, true, NULL,
+						SROCE_ODP_KICK_REQ);
+	}
 	if (mr)
 		sroce_mr_put(mr);
 	if (err == -EAGAIN || err == -ENOMEM)
@@ -807,8 +810,8 @@ static int sroce_resp_do_atomic_write(struct sroce_qp *qp, struct sk_buff *skb,
 	else
 		err = sroce_mr_atomic_write(mr, pkt->va, value);
 	if (err == -EAGAIN)
-		err = sroce_odp_ensure(mr, pkt->va, sizeof(value), true, NULL,
-				       SROCE_ODP_KICK_REQ);
+		err = sroce_odp_refault(mr, pkt->va, sizeof(value), true, NULL,
+					SROCE_ODP_KICK_REQ);
 	sroce_mr_put(mr);
 	if (err == -EAGAIN || err == -ENOMEM)
 		return -EAGAIN;
