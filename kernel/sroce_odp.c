@@ -19,7 +19,9 @@
  * meanwhile, as RoCE hardware does, and the peer resends it. A fault that
  * fails (the range is no longer mapped, or is read-only and the access
  * writes) leaves a one-shot BAD mark on the missing pages, so the access
- * that asked for it fails (-EFAULT) instead of missing for ever.
+ * that asked for it fails (-EFAULT) instead of missing for ever. An access
+ * that missed is redone, even when the pages are back by the time it asks
+ * (sroce_odp_refault()): it stopped at the miss.
  *
  * Implicit ODP (ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND)): the MR covers
  * the whole address space; its root umem holds only the mm. Each 2 MiB
