@@ -210,7 +210,10 @@ static int race_probe_at(const char *symbol, unsigned long addr, int stage,
 
 /*
  * The "lock orl $SROCE_RING_F_ERROR, offsetof(flags)(%reg)" in
- * sroce_cq_post(): F0 83 /1 disp32=0x80 imm8=0x02.
+ * sroce_cq_post(): F0, a REX prefix when the register is r8-r15, 83 /1
+ * with a 32-bit displacement (mod 10), a SIB byte when the base is rsp or
+ * r12 (r/m 100), displacement 0x80, immediate 0x02. Which register the
+ * compiler picks differs between builds (r12 under KASAN: F0 41 83 8C 24).
  */
 static unsigned long race_find_cq_flag(void)
 {
@@ -220,11 +223,21 @@ static unsigned long race_find_cq_flag(void)
 	if (race_func("sroce_cq_post", &start, &size))
 		return 0;
 	p = (const u8 *)start;
-	for (i = 0; i + 8 <= size; i++) {
-		if (p[i] == 0xf0 && p[i + 1] == 0x83 &&
-		    (p[i + 2] & 0xf8) == 0x88 && p[i + 2] != 0x8c &&
-		    p[i + 3] == 0x80 && !p[i + 4] && !p[i + 5] && !p[i + 6] &&
-		    p[i + 7] == 0x02)
+	for (i = 0; i + 10 <= size; i++) {
+		const u8 *q = p + i + 1;
+
+		if (p[i] != 0xf0)
+			continue;
+		if ((*q & 0xf0) == 0x40)	/* REX */
+			q++;
+		if (q[0] != 0x83 || (q[1] & 0xf8) != 0x88)
+			continue;
+		q += 2;
+		if ((q[-1] & 7) == 4)		/* SIB */
+			q++;
+		if (q + 5 > p + size)
+			continue;
+		if (q[0] == 0x80 && !q[1] && !q[2] && !q[3] && q[4] == 0x02)
 			return start + i;
 	}
 	return 0;
