@@ -30,8 +30,21 @@
 #   make check-debug   the VM suite on it
 #   make DEBUG_KERNEL=1 module|ktest|stage|install-module   (or KVER=<its
 #                      release>): any module target against it
+#   DEBUG_NEWEST=1     any of these with the debug kernel made from the
+#                      matrix's newest kernel (7.2; build/debug-kernel-newest)
 
+# DEBUG_NEWEST=1: the debug kernel made from the newest kernel of the
+# support matrix (tools/debug-kernel --newest), whose modules build with
+# its own compiler in tools/matrix/testroot sid (KRUN).
+ifeq ($(DEBUG_NEWEST),1)
+DK	:= $(CURDIR)/build/debug-kernel-newest
+export SROCE_DEBUG_KERNEL := $(DK)
+DEBUG_KERNEL := 1
+KRUN	:= $(CURDIR)/tools/matrix/testroot --run sid --bind $(CURDIR) --
+else
 DK	:= $(CURDIR)/build/debug-kernel
+KRUN	:=
+endif
 ifeq ($(DEBUG_KERNEL),1)
 KVER	?= $(shell cat $(DK)/krel 2>/dev/null)
 endif
@@ -61,7 +74,7 @@ DESTDIR	?=
 all: module provider tools ktest
 
 module: $(if $(filter 1,$(DEBUG_KERNEL)),debug-src)
-	$(MAKE) -C $(KDIR) M=$(MSRC) W=$(W) modules
+	$(KRUN) $(MAKE) -C $(KDIR) M=$(MSRC) W=$(W) modules
 
 provider:
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider
@@ -79,7 +92,7 @@ $(BUILD)/fuzz/sroce_parse_fuzz: tests/fuzz/sroce_parse_fuzz.c kernel/sroce_opcod
 
 # Test-only kernel module (tests/kmod): kernel-consumer checks in the VM.
 ktest: $(if $(filter 1,$(DEBUG_KERNEL)),debug-src)
-	$(MAKE) -C $(KDIR) M=$(MSRC)/tests/kmod W=$(W) modules
+	$(KRUN) $(MAKE) -C $(KDIR) M=$(MSRC)/tests/kmod W=$(W) modules
 
 tools: provider $(BUILD)/tests/sroce_mpi
 	$(MAKE) -C provider BUILD_DIR=$(BUILD)/provider tools
@@ -160,7 +173,7 @@ clean-module:
 # ---- the debug test kernel (Documentation/testing.rst) ----------------------
 
 debug-kernel:
-	tools/debug-kernel
+	tools/debug-kernel $(if $(filter 1,$(DEBUG_NEWEST)),--newest)
 
 # The module's sources, copied (mtimes kept: kbuild stays incremental).
 debug-src:

@@ -10,12 +10,17 @@
 SROCE_REPO=${SROCE_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 KREL=$(uname -r)
 # The modules built for the running kernel and their staged indexes
-# (tools/stage-modules): the debug test kernel (tools/debug-kernel) has its
-# own build in build/debug-kernel, another kernel of the matrix
+# (tools/stage-modules): a debug test kernel (tools/debug-kernel) has its
+# own build in build/debug-kernel (-newest), another kernel of the matrix
 # (tools/matrix/build, tools/vm/run --kernel NAME) in build/matrix/<KREL>.
 if [[ $KREL == *-sroce-debug ]]; then
-	SROCE_KBUILD=${SROCE_KBUILD:-$SROCE_REPO/build/debug-kernel/sroce}
-	SROCE_MODSTAGE=${SROCE_MODSTAGE:-$SROCE_REPO/build/debug-kernel/modstage}
+	# build/debug-kernel, or the one of tools/debug-kernel --newest.
+	SROCE_DK=$SROCE_REPO/build/debug-kernel
+	for d in "$SROCE_REPO"/build/debug-kernel*/; do
+		[[ $(cat "$d/krel" 2>/dev/null) == "$KREL" ]] && SROCE_DK=${d%/}
+	done
+	SROCE_KBUILD=${SROCE_KBUILD:-$SROCE_DK/sroce}
+	SROCE_MODSTAGE=${SROCE_MODSTAGE:-$SROCE_DK/modstage}
 elif [[ -f $SROCE_REPO/build/matrix/$KREL/kernel.env ]]; then
 	SROCE_KBUILD=${SROCE_KBUILD:-$SROCE_REPO/build/matrix/$KREL/sroce}
 	SROCE_MODSTAGE=${SROCE_MODSTAGE:-$SROCE_REPO/build/matrix/$KREL/modstage}

@@ -89,7 +89,9 @@ vm_gmsg() {
 # The debug test kernel (tools/debug-kernel, "make debug-kernel"): its
 # bzImage, and its modules (build/debug-kernel/root/lib/modules/<release>),
 # which the guest sees at /lib/modules/<release> (see initramfs-init).
-VM_DEBUG_KERNEL_DIR=$VM_TOOLS_REPO/build/debug-kernel
+# SROCE_DEBUG_KERNEL: another one (build/debug-kernel-newest: tools/debug-kernel
+# --newest; make DEBUG_NEWEST=1 sets it).
+VM_DEBUG_KERNEL_DIR=${SROCE_DEBUG_KERNEL:-$VM_TOOLS_REPO/build/debug-kernel}
 vm_use_debug_kernel() {
 	local d=$VM_DEBUG_KERNEL_DIR krel
 	if [ ! -f "$d/bzImage" ] || [ ! -f "$d/krel" ]; then
@@ -99,7 +101,8 @@ vm_use_debug_kernel() {
 	VM_KERNEL=$d/bzImage
 	VM_MODDIR=$d/root/lib/modules/$krel
 	VM_ENV+=("VM_EXPECT_KVER=$krel") # tests/vm/00-vm-smoke.sh
-	"$VM_TOOLS_REPO/tools/debug-kernel" --check 2>/dev/null ||
+	SROCE_DEBUG_KERNEL=$d "$VM_TOOLS_REPO/tools/debug-kernel" \
+		$([[ $d == *-newest ]] && echo --newest) --check 2>/dev/null ||
 		vm_msg "warning: the debug kernel is older than tools/debug-kernel{,.config}: make debug-kernel"
 }
 
