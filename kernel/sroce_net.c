@@ -46,6 +46,7 @@
 
 #include "sroce.h"
 #include "sroce_pkt.h"
+#include "sroce_trace.h"
 
 struct sroce_netns {
 	struct mutex lock;		/* users, dead, sock4, sock6 */
@@ -105,6 +106,15 @@ static void sroce_rcv_drop(struct sroce_dev *sdev, struct sk_buff *skb,
 	kfree_skb(skb);
 }
 
+/* Dropped once parsed: the tracepoint names the packet. */
+static void sroce_rcv_drop_pkt(struct sroce_dev *sdev, struct sk_buff *skb,
+			       const struct sroce_pkt *pkt,
+			       enum sroce_counter why)
+{
+	trace_sroce_rx_drop(sdev, pkt, why);
+	sroce_rcv_drop(sdev, skb, why);
+}
+
 /*
  * The IP header of a received packet, if it is one sroce takes: IPv4
  * without options, or IPv6 with UDP as the next header (no extension
@@ -154,29 +164,34 @@ static void sroce_rcv_bth(struct sroce_dev *sdev, struct sk_buff *skb,
 					      skb->data + bth_off, hdr_len,
 					      bth_off + hdr_len,
 					      pkt.paylen + pkt.pad))
-		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_ICRC);
+		return sroce_rcv_drop_pkt(sdev, skb, &pkt,
+					  SROCE_CNT_RX_DROP_ICRC);
 	pkt.payload_off = bth_off + hdr_len;
 	pkt.net_type = net;
 
 	if ((pkt.pkey & 0x7fff) != 0x7fff)
-		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+		return sroce_rcv_drop_pkt(sdev, skb, &pkt,
+					  SROCE_CNT_RX_DROP_MALFORMED);
 
 	/* A CNP names a QP of ours, never a multicast group. */
 	if ((pkt.mask & SROCE_M_CNP) && pkt.dqpn == SROCE_MCAST_QPN)
-		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+		return sroce_rcv_drop_pkt(sdev, skb, &pkt,
+					  SROCE_CNT_RX_DROP_MALFORMED);
 	if (pkt.dqpn == SROCE_MCAST_QPN) {
 		if (!sroce_mcast_rcv(sdev, skb, &pkt))
-			return sroce_rcv_drop(sdev, skb,
-					      SROCE_CNT_RX_DROP_NO_QP);
+			return sroce_rcv_drop_pkt(sdev, skb, &pkt,
+						  SROCE_CNT_RX_DROP_NO_QP);
 		consume_skb(skb);
 		return;
 	}
 	qp = sroce_qp_get(sdev, pkt.dqpn);
 	if (!qp)
-		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_NO_QP);
+		return sroce_rcv_drop_pkt(sdev, skb, &pkt,
+					  SROCE_CNT_RX_DROP_NO_QP);
 	if (!(pkt.info->valid_qpt & BIT(qp->ibqp.qp_type))) {
 		sroce_qp_put(qp);
-		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
+		return sroce_rcv_drop_pkt(sdev, skb, &pkt,
+					  SROCE_CNT_RX_DROP_MALFORMED);
 	}
 	if (pkt.mask & SROCE_M_CNP) {
 		sroce_cc_cnp_rcv(qp);

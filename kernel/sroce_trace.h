@@ -590,6 +590,47 @@ TRACE_EVENT(sroce_cc_rate,
 		  __entry->alpha, __entry->limited ? "" : " unlimited")
 );
 
+/* Receive --------------------------------------------------------------- */
+
+TRACE_DEFINE_ENUM(SROCE_CNT_RX_DROP_NO_QP);
+TRACE_DEFINE_ENUM(SROCE_CNT_RX_DROP_MALFORMED);
+TRACE_DEFINE_ENUM(SROCE_CNT_RX_DROP_ICRC);
+#define sroce_show_rx_drop(x) \
+	__print_symbolic(x, \
+			 { SROCE_CNT_RX_DROP_NO_QP, "no QP" }, \
+			 { SROCE_CNT_RX_DROP_MALFORMED, "malformed" }, \
+			 { SROCE_CNT_RX_DROP_ICRC, "bad ICRC" })
+
+/*
+ * The receive path dropped a packet whose transport headers it had parsed,
+ * before any QP took it: @why is the counter it went to (rx_drop_no_qp:
+ * no such QP, or a multicast group with no QP attached; rx_drop_malformed:
+ * P_Key, a transport the QP does not run; rx_drop_icrc). Names what the
+ * counters cannot: the opcode, destination QP and PSN. Softirq.
+ */
+TRACE_EVENT(sroce_rx_drop,
+	TP_PROTO(const struct sroce_dev *sdev, const struct sroce_pkt *pkt,
+		 enum sroce_counter why),
+	TP_ARGS(sdev, pkt, why),
+	TP_STRUCT__entry(
+		SROCE_TP_DEV
+		__field(u32, dqpn)
+		__field(u32, psn)
+		__field(u8, opcode)
+		__field(u8, why)
+	),
+	TP_fast_assign(
+		SROCE_TP_DEV_SET(&sdev->ibdev);
+		__entry->dqpn = pkt->dqpn;
+		__entry->psn = pkt->psn;
+		__entry->opcode = pkt->opcode;
+		__entry->why = why;
+	),
+	TP_printk("%s opcode 0x%02x dqpn %u psn %u dropped: %s",
+		  __entry->dev, __entry->opcode, __entry->dqpn, __entry->psn,
+		  sroce_show_rx_drop(__entry->why))
+);
+
 #endif /* SROCE_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

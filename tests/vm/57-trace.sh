@@ -39,6 +39,10 @@
 #     totals count each event once; A unbound by hand and B's counter gone
 #     with its QP: the totals stay (ib_core keeps what released counters
 #     held; sroce counts a bound QP's events in its counter only);
+#   - receive drops: two UD SENDs from a plain UDP socket to a QP number
+#     sroce1 does not have, one with the right ICRC and one with a wrong
+#     one: each named by sroce_rx_drop (opcode, QP, PSN, "no QP" / "bad
+#     ICRC") and counted once;
 #   - events off: nothing more is recorded.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,7 +57,7 @@ RUN=$SROCE_PAIR_DIR/trace
 PY=/usr/bin/python3
 EVENTS="sroce_cc_rate sroce_cnp_rcvd sroce_cnp_sent sroce_cqe_error sroce_nak_rcvd sroce_nak_sent sroce_odp_fault sroce_qp_create
 sroce_qp_destroy sroce_qp_state sroce_req_rewind sroce_retrans_timeout sroce_rnr_backoff
-sroce_rnr_nak_sent"
+sroce_rnr_nak_sent sroce_rx_drop"
 
 cleanup() {
 	exec 7>&-
@@ -263,7 +267,35 @@ rewinds_go_back() {
 	[ "$n" -gt 0 ]
 }
 
-tap_plan 27
+# Two UD SEND_ONLY datagrams from a plain UDP socket in nsA (port 47091)
+# to QP 0xabcde of sroce1, which no sroce QP can be (beyond 16 + 16384):
+# PSN 77 sealed with the ICRC sroce1 will compute (the IPv4 header a
+# DF-marked datagram of an unconnected socket gets: ID 0, DF; what the
+# ICRC masks need not be known), PSN 78 with that ICRC plus one.
+send_to_no_qp() {
+	ip netns exec nsA $PY - <<'PYEOF'
+import socket, struct, zlib
+src, dst, sport = '10.77.0.1', '10.77.0.2', 47091
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((src, sport))
+s.setsockopt(socket.IPPROTO_IP, 10, 2)          # IP_MTU_DISCOVER: DO (DF)
+for psn, delta in ((77, 0), (78, 1)):
+    bth = struct.pack('>BBHII', 0x64, 0, 0xffff, 0xabcde, psn)
+    deth = struct.pack('>II', 0x11111111, 1)
+    body = bth + deth + bytes(8)
+    ulen = 8 + len(body) + 4
+    pseudo = (b'\xff' * 8 +
+              struct.pack('>BBHHHBBH4s4s', 0x45, 0xff, 20 + ulen, 0, 0x4000,
+                          0xff, 17, 0xffff, socket.inet_aton(src),
+                          socket.inet_aton(dst)) +
+              struct.pack('>HHHH', sport, 4791, ulen, 0xffff) +
+              body[:4] + b'\xff' + body[5:])
+    icrc = (zlib.crc32(pseudo) + delta) & 0xffffffff
+    s.sendto(body + struct.pack('<I', icrc), (dst, 4791))
+PYEOF
+}
+
+tap_plan 29
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS" || tap_bail "no tracefs"
 
@@ -271,7 +303,7 @@ tap_eq "tracefs lists the sroce events" \
 	"$(find "$TRACEFS/events/sroce" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' |
 		LC_ALL=C sort | xargs)" "$(xargs <<<"$EVENTS")"
 tap_check "their format files print numbers, no enum names (perf, trace-cmd decode them)" \
-	bash -c "grep -h '^print fmt' $TRACEFS/events/sroce/*/format | wc -l | grep -qx 14 &&
+	bash -c "grep -h '^print fmt' $TRACEFS/events/sroce/*/format | wc -l | grep -qx 15 &&
 		! grep -H '^print fmt' $TRACEFS/events/sroce/*/format | grep -E 'IB_[A-Z]|SROCE_'"
 
 mkdir "$INST" && echo 8192 >"$INST/buffer_size_kb" &&
@@ -396,6 +428,19 @@ TAP_VERBOSE=1 tap_check "sequence NAKs: sent and received on the run's QPs, as m
 		on_run_qps sroce_nak_sent 'NAK PSN_SEQ_ERR\$' &&
 		[ \$(count sroce_nak_sent 'NAK PSN_SEQ_ERR\$') = $(($(counted seq_nak_sent) - sn0)) ] &&
 		[ \$(count sroce_nak_rcvd 'NAK 0 \\(PSN_SEQ_ERR\\)\$') = $(($(counted seq_nak_received) - sr0)) ]"
+
+echo >"$INST/trace"
+nq0=$(sroce_counter sroce1 rx_drop_no_qp) ic0=$(sroce_counter sroce1 rx_drop_icrc)
+send_to_no_qp
+sleep 0.5
+TAP_VERBOSE=1 tap_check "receive drops named: sroce1's sroce_rx_drop for opcode 0x64, dqpn 0xabcde, PSN 77 'no QP' and PSN 78 'bad ICRC'" \
+	bash -c "$(declare -f events count);
+		events | grep ': sroce_rx_drop: ';
+		[ \$(count sroce_rx_drop 'sroce1 opcode 0x64 dqpn 703710 psn 77 dropped: no QP\$') = 1 ] &&
+		[ \$(count sroce_rx_drop 'sroce1 opcode 0x64 dqpn 703710 psn 78 dropped: bad ICRC\$') = 1 ] &&
+		[ \$(count sroce_rx_drop .) = 2 ]"
+tap_eq "... counted once each (rx_drop_no_qp, rx_drop_icrc)" \
+	"$(($(sroce_counter sroce1 rx_drop_no_qp) - nq0)) $(($(sroce_counter sroce1 rx_drop_icrc) - ic0))" "1 1"
 
 echo 0 >"$INST/events/sroce/enable"
 echo >"$INST/trace"

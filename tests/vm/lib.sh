@@ -100,6 +100,7 @@ tap_check() {
 		not_ok "$desc"
 		tap_diag "command: $*" "exit status: $rc"
 		_tap_show_output
+		! declare -F tap_fail_hook >/dev/null || tap_fail_hook
 	fi
 	return "$rc"
 }

@@ -124,7 +124,41 @@ sroce_user() {
 sroce_load() {
 	sroce_install
 	# shellcheck disable=SC2086 # words on purpose
-	modprobe sroce ${SROCE_MODPARAMS:-}
+	modprobe sroce ${SROCE_MODPARAMS:-} && sroce_diag_trace
+}
+
+# The module's rare events, recorded from its load in a trace instance of
+# their own: packets dropped before a QP took them (sroce_rx_drop), NAKs
+# sent, error completions other than flushes, failed ODP faults. A failing
+# point prints the last of them (tap_fail_hook): what the counters only
+# add up, named by opcode, QP and PSN.
+SROCE_DIAG_TRACE=/sys/kernel/tracing/instances/sroce_diag
+sroce_diag_trace() {
+	local t=$SROCE_DIAG_TRACE ev
+
+	[ -d "$t" ] || mkdir "$t" 2>/dev/null || return 0
+	echo 256 >"$t/buffer_size_kb"
+	for ev in sroce_rx_drop sroce_nak_sent sroce_cqe_error sroce_odp_fault; do
+		[ -e "$t/events/sroce/$ev/enable" ] || continue
+		case $ev in
+		sroce_cqe_error) echo "status != 5" >"$t/events/sroce/$ev/filter" ;;
+		sroce_odp_fault) echo "ret != 0" >"$t/events/sroce/$ev/filter" ;;
+		esac
+		echo 1 >"$t/events/sroce/$ev/enable"
+	done
+	: >"$t/trace"
+	return 0
+}
+
+# Called by tap_check for a failing point (lib.sh).
+tap_fail_hook() {
+	local lines
+
+	[ -r "$SROCE_DIAG_TRACE/trace" ] || return 0
+	lines=$(grep -v '^#' "$SROCE_DIAG_TRACE/trace" | tail -n 30)
+	[ -n "$lines" ] || return 0
+	tap_diag "sroce events since the module's load (drops, NAKs, error CQEs, failed faults; the last 30):"
+	sed 's/^ *//; s/^/# /' <<<"$lines"
 }
 
 # Remove every sroce device and the module; rxe too if loaded.
