@@ -44,22 +44,46 @@ pingpong() {
 	done
 }
 
+# The two devices' total of counter $1.
+both() {
+	echo $(($(sroce_counter sroce0 "$1") + $(sroce_counter sroce1 "$1")))
+}
+
 # srq SIDE: ibv_srq_pingpong -q 16 (16 QPs, one SRQ). It exchanges
 # n iterations on each QP in turn and prints the totals.
+# It counts completions over all its QPs, not per QP: a side posts a send
+# on each QP whose exchange is over while its total is short, so it can
+# send up to 15 messages (one per other QP) more than the peer waits for.
+# The peer has destroyed its QPs by the time they land: dropped as
+# rx_drop_no_qp, and again for each retry of the requester before its own
+# process exits. So a run may leave up to 2 x 15 such drops beyond its
+# resends; the last point excuses what the runs left (SRQ_NOQP, SRQ_RESENT).
+SRQ_NOQP=0 SRQ_RESENT=0
+nothing_malformed_but_srq() {
+	SROCE_NOQP_EXCUSED=$SRQ_NOQP SROCE_RESENT_EXCUSED=$SRQ_RESENT \
+		sroce_nothing_malformed
+}
 srq() {
-	local n=32 size=1024 out
+	local n=32 size=1024 out nq rs
 	sides "$1"
+	nq=$(both rx_drop_no_qp) rs=$(both retransmitted_packets)
 	sroce_pair "$S_NS" "$C_NS" 18515 \
 		ibv_srq_pingpong -d "$S_DEV" -g "$S_GID" -q 16 -s $size -n $n -c -- \
 		ibv_srq_pingpong -d "$C_DEV" -g "$C_GID" -q 16 -s $size -n $n -c "$S_IP" ||
 		return 1
 	for out in "$SROCE_PAIR_DIR/client" "$SROCE_PAIR_DIR/server"; do
-		cat "$out"
-		grep -Eq "^$((2 * n * size)) bytes in .* seconds" "$out" || return 1
-		grep -Eq "^$n iters in" "$out" || return 1
-		# One address line per QP on each side.
-		[ "$(grep -c 'local address:' "$out")" = 16 ] || return 1
+		# The totals, and one address line per QP on each side.
+		grep -Eq "^$((2 * n * size)) bytes in .* seconds" "$out" &&
+			grep -Eq "^$n iters in" "$out" &&
+			[ "$(grep -c 'local address:' "$out")" = 16 ] ||
+			{ cat "$out"; return 1; }
 	done
+	# The peer's late sends may still be retried: wait for the counts to settle.
+	sleep 1
+	nq=$(($(both rx_drop_no_qp) - nq)) rs=$(($(both retransmitted_packets) - rs))
+	echo "during the run: rx_drop_no_qp +$nq, retransmitted_packets +$rs"
+	SRQ_NOQP=$((SRQ_NOQP + nq)) SRQ_RESENT=$((SRQ_RESENT + rs))
+	[ "$nq" -le $((2 * 15 + rs)) ]
 }
 
 # perf SIDE TOOL ARGS...: perftest over the RoCE v2 GIDs; the client's
@@ -83,7 +107,7 @@ for side in B A; do
 		pingpong "$side" ibv_ud_pingpong 1024
 	tap_check "sroce$([ $side = A ] && echo 0 || echo 1) serves: ibv_uc_pingpong -g -c, 4096 B" \
 		pingpong "$side" ibv_uc_pingpong 4096
-	tap_check "sroce$([ $side = A ] && echo 0 || echo 1) serves: ibv_srq_pingpong -q 16 -g -c" \
+	TAP_VERBOSE=1 tap_check "sroce$([ $side = A ] && echo 0 || echo 1) serves: ibv_srq_pingpong -q 16 -g -c" \
 		srq "$side"
 done
 tap_check "ib_send_bw -c UD" perf B ib_send_bw -c UD
@@ -97,6 +121,6 @@ TAP_VERBOSE=1 tap_check "UD multicast through the verbs: delivery, detach, errno
 	-b sroce1 -B "$SROCE_GID_B"
 # UD/UC receives are not retried: on a clean link nothing is malformed
 # (bad Q_Key, too long), corrupt or addressed to a missing QP.
-tap_check "nothing malformed, corrupt or unrouted on a clean link" \
-	sroce_nothing_malformed
+tap_check "nothing malformed, corrupt or unrouted on a clean link (ibv_srq_pingpong's late sends aside: $SRQ_NOQP)" \
+	nothing_malformed_but_srq
 tap_done
