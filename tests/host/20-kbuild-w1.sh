@@ -12,7 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 cp -r "$repo/Kbuild" "$repo/kernel" "$repo/uapi" "$tmp/"
 find "$tmp" \( -name '*.o' -o -name '*.ko' -o -name '.*.cmd' -o -name '*.mod*' \) -delete
 echo "1..2"
-log=$(make -C "$KDIR" M="$tmp" W=1 modules 2>&1)
+log=$(env -u MAKEFLAGS -u MFLAGS make -j"$(nproc)" -C "$KDIR" M="$tmp" W=1 modules 2>&1)
 rc=$?
 if [[ $rc -eq 0 && -f $tmp/kernel/sroce.ko ]]; then
 	echo "ok 1 - kernel/sroce.ko builds against $KDIR"

@@ -41,7 +41,7 @@ fi
 # (CONFIG_KUNIT=y on kbuild's command line stands in for such a kernel.)
 kdir=/lib/modules/$kver/build
 cp -r "$src" "$tmp/kunit"
-if out=$(make -C "$kdir" M="$tmp/kunit" CONFIG_KUNIT=y modules 2>&1) &&
+if out=$(env -u MAKEFLAGS -u MFLAGS make -j"$(nproc)" -C "$kdir" M="$tmp/kunit" CONFIG_KUNIT=y modules 2>&1) &&
 	[[ -f $tmp/kunit/kernel/sroce.ko ]]; then
 	echo "ok 3 - the packaged sources build on a kernel with CONFIG_KUNIT"
 else

@@ -45,7 +45,7 @@ check() { # check DESC OUTPUT CMD...: ok if CMD succeeds
 }
 
 pmake() {
-	make --no-print-directory -C "$repo/provider" MAKEFLAGS= "$@"
+	make --no-print-directory -j"$(nproc)" --output-sync=target -C "$repo/provider" MAKEFLAGS= "$@"
 }
 
 # release -> root ("" = the installed one), expected private ABI, glibc runner
