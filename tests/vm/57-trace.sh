@@ -204,14 +204,19 @@ counted() {
 # at most), then 10 % for 2 s; both sides finish with every byte verified.
 # Their QPs time out after 537 ms (timeout 17), 7 times at most: each tc
 # command takes a while under TCG, and the burst must not outlast them.
+# On the debug kernel a tc command takes seconds (the burst lasted 11.6 s,
+# 9 timeouts, and the client's QP ran out of retries): 2.1 s there
+# (timeout 19), and up to 6 s to see the first timer fire.
 burst_traffic() {
 	local bin=$SROCE_BIN/sroce_integrity rx0 i rc=0 to t0=$SECONDS
-	ip netns exec nsB timeout 240 "$bin" -s -d sroce1 -g "$SROCE_GID_B" -w 30 --timeout 17 \
+	local qto=17 polls=30
+	sroce_debug_kernel && qto=19 polls=60
+	ip netns exec nsB timeout 240 "$bin" -s -d sroce1 -g "$SROCE_GID_B" -w 30 --timeout $qto \
 		>"$RUN/server" 2>&1 </dev/null &
 	local spid=$!
 	vm_wait_listen -n nsB 18525 30 || return 1
 	ip netns exec nsA timeout 240 "$bin" -c 10.77.0.2 -d sroce0 -g "$SROCE_GID_A" \
-		-w 30 --timeout 17 -n 30 --quick >"$RUN/client" 2>&1 </dev/null &
+		-w 30 --timeout $qto -n 30 --quick >"$RUN/client" 2>&1 </dev/null &
 	local cpid=$!
 	rx0=$(sroce_counter sroce1 rx_packets)
 	for ((i = 0; i < 200; i++)); do
@@ -220,7 +225,7 @@ burst_traffic() {
 	done
 	to=$(counted retransmit_timeouts) t1=$EPOCHREALTIME
 	netem_roce loss 100% || return 1
-	for ((i = 0; i < 30; i++)); do
+	for ((i = 0; i < polls; i++)); do
 		sleep 0.1
 		[ "$(counted retransmit_timeouts)" -gt "$to" ] && break
 	done

@@ -166,14 +166,18 @@ c1() { sroce_counter sroce1 "$1"; }
 # deltas of the counters named are left in D_<name>.
 congested() {
 	local c b0 b1
-	shape || return 1
 	declare -gA B0 B1
+	# A bottleneck that could not be set up fails the points that follow
+	# (nothing counted, the stream "failed"), not the script.
+	PERF_RC=1 RED_MARKED=0 RED_DROPS=0
 	for c in np_ecn_marked_roce_packets np_cnp_sent rp_cnp_handled \
 		rp_cnp_ignored rp_paced_waits retransmitted_packets rx_drop_icrc \
 		rx_drop_no_qp; do
 		B0[$c]=$(c0 $c)
 		B1[$c]=$(c1 $c)
+		declare -g "D0_$c=0" "D1_$c=0"
 	done
+	shape || { echo "the bottleneck (HTB and RED on vethA) could not be set up"; return 1; }
 	perf -s 65536 -D 8 >"$CAP/perf.out" 2>&1
 	PERF_RC=$?
 	cp "$SROCE_PAIR_DIR/client" "$CAP/client.out"
