@@ -7,7 +7,8 @@
 #     defaults, and values out of range refused with nothing changed;
 #   - data packets leave ECT(0) by default, ECT(1) or not-ECT as set, and
 #     not-ECT with congestion control off (tshark reads the ECN field);
-#   - a bottleneck on vethA: an HTB class of 100 Mbit/s for RoCE traffic
+#   - a bottleneck on vethA: an HTB class of 100 Mbit/s (3 on the debug
+#     kernel) for RoCE traffic
 #     (UDP 4791; perftest's own TCP bypasses it) with a RED leaf that
 #     marks ECN-capable packets CE. One 64 KiB ib_write_bw stream through
 #     it with congestion control on: sroce1 counts CE-marked packets and
@@ -106,11 +107,26 @@ bounds() {
 }
 tap_check "out-of-range and malformed values refused, nothing changed; a good one taken" bounds
 
+# DCQCN's times are a fast link's: a few microseconds between CNPs, rates
+# raised every 300 us. Under KASAN a packet through the bottleneck takes
+# about 50 times as long as through 100 Mbit/s here, the marks come 100 ms
+# apart, and a QP cut by one CNP was raised back before it sent again (in
+# one run 49 CNPs handled, the pacer never held). There its times are 50
+# times as long; the QPs' ACK timeout is 2.1 s (-u 19), a window queued at
+# 3 Mbit/s taking 375 ms.
+PERF_QP=()
+if sroce_debug_kernel; then
+	set_cc rp_time_reset=15000 rp_dce_tcp_rtt=2750 \
+		rp_rate_reduce_monitor_period=200 np_min_time_between_cnps=200 ||
+		tap_diag "could not scale DCQCN's times"
+	PERF_QP=(-u 19)
+fi
+
 # perf ARGS...: ib_write_bw, sroce1 serving, a result row.
 perf() {
 	sroce_pair nsB nsA 18515 \
-		ib_write_bw -d sroce1 -x "$SROCE_GID_B" -F "$@" -- \
-		ib_write_bw -d sroce0 -x "$SROCE_GID_A" -F "$@" 10.77.0.2 || return 1
+		ib_write_bw -d sroce1 -x "$SROCE_GID_B" -F "${PERF_QP[@]}" "$@" -- \
+		ib_write_bw -d sroce0 -x "$SROCE_GID_A" -F "${PERF_QP[@]}" "$@" 10.77.0.2 || return 1
 	grep -qE '^ *[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+' "$SROCE_PAIR_DIR/client"
 }
 
@@ -134,20 +150,35 @@ tap_check "ECN: not-ECT with congestion control off" ecn_off
 echo 1 >"$CC/enable"
 
 # The bottleneck: RoCE (UDP 4791) out of DEV through 100 Mbit/s with RED
-# marking CE (dropping what is not ECN-capable); the rest unshaped.
+# marking CE (dropping what is not ECN-capable); the rest unshaped. RED
+# marks from 2.4 ms of queue (30,000 bytes), all from 7.2 ms, and drops
+# past 32 ms (400,000 bytes, three windows of 128 packets). Under KASAN
+# sroce moves 0.7-1.1 MB/s (6-9 Mbit/s) and rdma_rxe 0.5 MB/s: at 100
+# Mbit/s nothing would queue. There the bottleneck is 3 Mbit/s (rdma_rxe's
+# 2) with RED's thresholds in packets as few as RED allows (min 3, max 9,
+# burst 5: 9-26 ms of queue at 3 Mbit/s); the hard limit stays above a
+# window (at 40,000 bytes one run lost 5,750 packets to it, counted
+# tx_errors, and rdma_rxe's stream failed).
+if sroce_debug_kernel; then
+	SHAPE_DEFAULT=3mbit RXE_SHAPE=2mbit
+	RED_SHAPE=(limit 400000 min 3300 max 9900 avpkt 1100 burst 5)
+else
+	SHAPE_DEFAULT=100mbit RXE_SHAPE=40mbit
+	RED_SHAPE=(limit 400000 min 30000 max 90000 avpkt 1100 burst 55)
+fi
 # shape_on DEV NSEXEC...: on DEV, tc run through NSEXEC; SHAPE_MATCH
-# (an array of u32 matches) narrows what takes the bottleneck.
+# (an array of u32 matches) narrows what takes the bottleneck,
+# SHAPE_RATE (SHAPE_DEFAULT if unset) is its rate.
 shape_on() {
-	local dev=$1 t
+	local dev=$1 t rate=${SHAPE_RATE:-$SHAPE_DEFAULT}
 	shift
 	t=("$@" tc)
 	"${t[@]}" qdisc del dev "$dev" root 2>/dev/null
 	"${t[@]}" qdisc add dev "$dev" root handle 1: htb default 20 r2q 100 &&
-	"${t[@]}" class add dev "$dev" parent 1: classid 1:10 htb rate "${SHAPE_RATE:-100mbit}" ceil "${SHAPE_RATE:-100mbit}" &&
+	"${t[@]}" class add dev "$dev" parent 1: classid 1:10 htb rate "$rate" ceil "$rate" &&
 	"${t[@]}" class add dev "$dev" parent 1: classid 1:20 htb rate 10gbit &&
-	"${t[@]}" qdisc add dev "$dev" parent 1:10 handle 10: red limit 400000 \
-		min 30000 max 90000 avpkt 1100 burst 55 probability 0.1 \
-		bandwidth "${SHAPE_RATE:-100mbit}" ecn &&
+	"${t[@]}" qdisc add dev "$dev" parent 1:10 handle 10: red \
+		"${RED_SHAPE[@]}" probability 0.1 bandwidth "$rate" ecn &&
 	"${t[@]}" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
 		match ip protocol 17 0xff match ip dport 4791 0xffff \
 		"${SHAPE_MATCH[@]}" flowid 1:10
@@ -188,7 +219,7 @@ congested() {
 	RED_MARKED=$(red marked)
 	RED_DROPS=$(( $(red early) + $(red pdrop) ))
 	grep -A1 '#bytes' "$SROCE_PAIR_DIR/client" | tail -n 1
-	echo "RED marked $RED_MARKED dropped $RED_DROPS; sroce1 CE $D1_np_ecn_marked_roce_packets CNPs sent $D1_np_cnp_sent; sroce0 CNPs handled $D0_rp_cnp_handled ignored $D0_rp_cnp_ignored paced $D0_rp_paced_waits resent $D0_retransmitted_packets"
+	echo "RED marked $RED_MARKED dropped $RED_DROPS; sroce1 CE $D1_np_ecn_marked_roce_packets CNPs sent $D1_np_cnp_sent; sroce0 CNPs handled $D0_rp_cnp_handled ignored $D0_rp_cnp_ignored paced $D0_rp_paced_waits resent $D0_retransmitted_packets; no-QP drops sroce0 $D0_rx_drop_no_qp sroce1 $D1_rx_drop_no_qp"
 }
 
 TRACEFS=/sys/kernel/tracing
@@ -198,10 +229,12 @@ mkdir -p "$INST" && echo 4096 >"$INST/buffer_size_kb" &&
 	for e in sroce_cnp_sent sroce_cnp_rcvd sroce_cc_rate; do
 		echo 1 >"$INST/events/sroce/$e/enable"
 	done || tap_diag "trace instance $INST"
-# Resource details of sroce0's QPs, once a second through the stream
-# (when it starts depends on the guest's pace).
-(for i in $(seq 1 14); do
+# Resource details of sroce0's QPs, once a second until the stream is
+# over (when it starts depends on the guest's pace; at most 300).
+rm -f "$CAP/on.done"
+(for i in $(seq 100 399); do
 	sleep 1
+	[ -e "$CAP/on.done" ] && break
 	rdma -j -dd resource show qp link sroce0/1 >"$CAP/res.$i.json" 2>&1
 done) &
 RES_PID=$!
@@ -210,13 +243,14 @@ capture_start nsB vethB "$CAP/cong.pcap" \
 	tap_diag "capture did not start"
 congested >"$CAP/on.txt" 2>&1
 ON_RC=$PERF_RC
+touch "$CAP/on.done"
 capture_stop "$CAP/cong.pcap" >"$CAP/cap.txt" 2>&1
 CAP_RC=$?
 ON_DROPS=$RED_DROPS ON_RESENT=$D0_retransmitted_packets
 # The QP of sroce0 the congested stream ran on (perftest's client).
 QPN=$(sed -n 's/.*local address: .*QPN \(0x[0-9a-f]*\).*/\1/p' "$CAP/client.out" | head -n 1)
 cat "$CAP/on.txt"
-tap_check "CC on: 64 KiB ib_write_bw through the 100 Mbit/s bottleneck completes" \
+tap_check "CC on: 64 KiB ib_write_bw through the $SHAPE_DEFAULT bottleneck completes" \
 	test "$ON_RC" = 0
 tap_check "CC on: RED marks CE, sroce1 counts the marks and answers with CNPs" \
 	test "$RED_MARKED" -gt 0 -a "$D1_np_ecn_marked_roce_packets" -gt 0 \
@@ -309,38 +343,56 @@ ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
 # once cut must not stay paced, its increase timer running, for the rest
 # of its life. Its window (what its rate sends in a millisecond) over a
 # 20 ms round trip keeps it below half its target, which increases then
-# hold: it is the quiet time that frees it. (Freed of the bottleneck with
-# no delay, the QP uses its target and hyper increase frees it.) The
-# details of sroce0's RC QPs every half second; the bottleneck goes
-# after 6 s.
+# hold: it is the quiet time that frees it (512 increase periods). (Freed
+# of the bottleneck with no delay, the QP uses its target and hyper
+# increase frees it.) The details of sroce0's RC QPs every half second;
+# the bottleneck goes three samples after the first that shows a rate
+# (how soon the stream starts depends on the guest's pace).
+rc_rates() {
+	jq -r '[.[] | select(.type == "RC" and .drv_cc_rate_kbps != null) |
+		"\(.lqpn):\(.drv_cc_rate_kbps)"] | join(" ")' "$1" 2>/dev/null
+}
 recovers() {
-	local i rc
+	local i=0 rc pid cut=- dur=14 line
+	sroce_debug_kernel && dur=40
 	shape || return 1
-	rm -f "$CAP"/rec.*.json
-	perf -s 65536 -D 14 >"$CAP/recover.txt" 2>&1 &
-	for ((i = 0; i < 26; i++)); do
+	rm -f "$CAP"/rec.*.txt
+	perf -s 65536 -D "$dur" >"$CAP/recover.txt" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null && ((i < 400)); do
 		sleep 0.5
-		[ "$i" = 12 ] && ip netns exec nsA tc qdisc replace dev vethA root \
-			netem delay 20ms limit 10000
-		rdma -j -dd resource show qp link sroce0/1 >"$CAP/rec.$i.json" 2>&1
+		line=$(rdma -j -dd resource show qp link sroce0/1 2>/dev/null |
+		       rc_rates /dev/stdin)
+		echo "$line" >"$CAP/rec.$i.txt"
+		if [ "$cut" = - ] && [[ " $line" =~ :[1-9] ]]; then
+			cut=$((i + 3))
+		fi
+		if [ "$i" = "$cut" ]; then
+			ip netns exec nsA tc qdisc replace dev vethA root \
+				netem delay 20ms limit 10000
+		fi
+		i=$((i + 1))
 	done
-	wait $!
+	wait "$pid"
 	rc=$?
-	python3 -c 'import json, sys
+	echo "stream exit $rc; $i samples, the bottleneck gone after sample $cut"
+	[ "$cut" != - ] || return 1
+	python3 -c 'import sys
+n, cut = int(sys.argv[2]), int(sys.argv[3])
 rates = {}
-for i in range(26):
+for i in range(n):
     try:
-        qs = json.load(open("%s/rec.%d.json" % (sys.argv[1], i)))
-    except (OSError, ValueError):
+        words = open("%s/rec.%d.txt" % (sys.argv[1], i)).read().split()
+    except OSError:
         continue
-    for q in qs:
-        if q.get("type") == "RC" and "drv_cc_rate_kbps" in q:
-            rates.setdefault(q["lqpn"], []).append((i, q["drv_cc_rate_kbps"]))
+    for w in words:
+        q, r = w.split(":")
+        rates.setdefault(q, []).append((i, int(r)))
 print("RC QPs of sroce0, (sample, cc_rate_kbps):", rates)
-sys.exit(not any(any(r > 0 and i < 12 for i, r in s) and
-                 any(r == 0 and i > 12 and any(r0 > 0 and i0 < i for i0, r0 in s)
+sys.exit(not any(any(r > 0 and i <= cut for i, r in s) and
+                 any(r == 0 and i > cut and any(r0 > 0 and i0 < i for i0, r0 in s)
                      for i, r in s)
-                 for s in rates.values()))' "$CAP" || return 1
+                 for s in rates.values()))' "$CAP" "$i" "$cut" || return 1
 	[ "$rc" = 0 ]
 }
 tap_check "a QP limited by the bottleneck's CNPs is unlimited again once the bottleneck is gone (a 20 ms path)" \
@@ -421,14 +473,18 @@ marked_on() {
 # perftest waiting out its timeout (seen once, server exit 124).
 # rdma_rxe's stream is not much faster than 100 Mbit/s: in one run on
 # 6.12 it moved 10.7 MiB/s through that class, queued too little for RED
-# to mark anything and the point failed. Its bottleneck is 40 Mbit/s.
+# to mark anything and the point failed. Its bottleneck is 40 Mbit/s
+# (RXE_SHAPE). 3000 messages of 16 KiB; on the debug kernel 300 (at 2
+# Mbit/s the 3000 would take more than three minutes).
+RXE_ITERS=(-n 3000)
+sroce_debug_kernel && RXE_ITERS=(-n 300)
 from_rxe() {
-	local cnp0 m SHAPE_MATCH=(match ip tos 0x02 0x03) SHAPE_RATE=40mbit
+	local cnp0 m SHAPE_MATCH=(match ip tos 0x02 0x03) SHAPE_RATE=$RXE_SHAPE
 	shape_on vethA "${RXE_NS[@]}" || return 1
 	cnp0=$(c1 np_cnp_sent)
 	sroce_cm_pair nsB "$SROCE_RXE_NS" 18515 \
-		ib_write_bw -d sroce1 -R -F -s 16384 -n 3000 -- \
-		ib_write_bw -d rxe0 -R -T 2 -F -s 16384 -n 3000 10.77.0.2 ||
+		ib_write_bw -d sroce1 -R -F -s 16384 "${RXE_ITERS[@]}" -- \
+		ib_write_bw -d rxe0 -R -T 2 -F -s 16384 "${RXE_ITERS[@]}" 10.77.0.2 ||
 		{ sroce_nothing_malformed sroce1; "${RXE_NS[@]}" tc -s qdisc show dev vethA; return 1; }
 	grep -A1 '#bytes' "$SROCE_PAIR_DIR/client" | tail -n 1
 	m=$(marked_on vethA "${RXE_NS[@]}")
@@ -438,12 +494,13 @@ from_rxe() {
 }
 tap_check "rxe0 -> sroce1, ECT(0) through the bottleneck: sroce1 sends CNPs, rxe0's stream completes" from_rxe
 to_rxe() {
-	local h0 p0 m SHAPE_MATCH=(match ip tos 0x02 0x03)
+	local h0 p0 m SHAPE_MATCH=(match ip tos 0x02 0x03) SHAPE_RATE
+	sroce_debug_kernel && SHAPE_RATE=$RXE_SHAPE
 	shape_on vethB ip netns exec nsB || return 1
 	h0=$(c1 rp_cnp_handled) p0=$(c1 rp_paced_waits)
 	sroce_cm_pair "$SROCE_RXE_NS" nsB 18515 \
-		ib_write_bw -d rxe0 -R -F -s 16384 -n 3000 -- \
-		ib_write_bw -d sroce1 -R -F -s 16384 -n 3000 10.77.0.1 || return 1
+		ib_write_bw -d rxe0 -R -F -s 16384 "${RXE_ITERS[@]}" -- \
+		ib_write_bw -d sroce1 -R -F -s 16384 "${RXE_ITERS[@]}" 10.77.0.1 || return 1
 	grep -A1 '#bytes' "$SROCE_PAIR_DIR/client" | tail -n 1
 	m=$(marked_on vethB ip netns exec nsB)
 	echo "RED marked $m; sroce1 handled $(($(c1 rp_cnp_handled) - h0)) CNPs, paced $(($(c1 rp_paced_waits) - p0))"
