@@ -23,6 +23,7 @@
 #
 # ~3 minutes quiet, more than half run-all's default limit on a slow host:
 # run-all-timeout: 600
+# run-all-timeout-debug: 3000
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -93,7 +94,7 @@ ucp() {
 	sroce_pair nsB nsA $PORT \
 		"${env_s[@]}" ucx_perftest -p $PORT -- \
 		"${env_c[@]}" ucx_perftest 10.77.0.2 -p $PORT -t "$t" \
-		-n "$n" -w 20 "$@" || return 1
+		-n "$n" -w "$UCP_WARMUP" "$@" || return 1
 	final_row "$n"
 }
 
@@ -162,28 +163,41 @@ qperf_rc() {
 	! grep -aqiE 'fail|error' "$SROCE_PAIR_DIR/client"
 }
 
+# On the debug kernel UCP moves 0.6-1 MB/s (KASAN): 100 + 20 messages of
+# 1 MiB took longer than a pair's 120 s there, and the whole script more
+# than run-all's 1800 s (14 of its 23 points in 1,600 s). There it sends
+# 30 + 5 of them, the latency tests a quarter of their round trips (LAT:
+# round trips, and the packets a device must have received), and the
+# pairs get 300 s.
+UCP_WARMUP=20 UCP_1M=100 LAT=2000
+if sroce_debug_kernel; then
+	UCP_WARMUP=5 UCP_1M=30 LAT=500
+	export SROCE_PAIR_TMO=300
+fi
+ATOMICS=$((LAT / 2))
+
 tap_plan 23
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 cat /proc/sys/kernel/random/uuid >"$OTHER_BOOT_ID"
 [ -x "$MPI" ] || tap_bail "no $MPI (make tools with libopenmpi-dev installed)"
 
 # UCT
-tap_check "UCT rc_verbs am_lat" through sroce0 2000 uct rc_verbs am_lat 2000
+tap_check "UCT rc_verbs am_lat" through sroce0 "$LAT" uct rc_verbs am_lat "$LAT"
 tap_check "UCT rc_verbs put_bw 64 KiB zcopy" \
 	through sroce0 200 uct rc_verbs put_bw 200 -s 65536 -D zcopy
 tap_check "UCT rc_verbs get 64 KiB zcopy" \
 	through sroce0 200 uct rc_verbs get 200 -s 65536 -D zcopy
 tap_check "UCT rc_verbs add_lat, fadd, cswap (atomics)" \
-	through sroce0 1000 eval 'uct rc_verbs add_lat 1000 && uct rc_verbs fadd 1000 && uct rc_verbs cswap 1000'
-tap_check "UCT ud_verbs am_lat" through sroce0 2000 uct ud_verbs am_lat 2000
+	through sroce0 "$ATOMICS" eval 'uct rc_verbs add_lat $ATOMICS && uct rc_verbs fadd $ATOMICS && uct rc_verbs cswap $ATOMICS'
+tap_check "UCT ud_verbs am_lat" through sroce0 "$LAT" uct ud_verbs am_lat "$LAT"
 tap_check "UCT ud_verbs am_bw bcopy 1000 B (the path MTU bounds UD)" \
 	through sroce0 1000 uct ud_verbs am_bw 1000 -s 1000 -D bcopy
 
 # UCP
 for tls in rc_verbs,ud_verbs ""; do
 	name=${tls:-"UCX's defaults"}
-	tap_check "UCP tag_lat ($name)" through sroce1 1000 ucp "$tls" tag_lat 2000
-	tap_check "UCP tag_bw 1 MiB ($name)" through sroce1 100 ucp "$tls" tag_bw 100 -s 1048576
+	tap_check "UCP tag_lat ($name)" through sroce1 $((LAT / 2)) ucp "$tls" tag_lat "$LAT"
+	tap_check "UCP tag_bw 1 MiB ($name)" through sroce1 100 ucp "$tls" tag_bw "$UCP_1M" -s 1048576
 	tap_check "UCP stream_bw 64 KiB ($name)" through sroce1 200 ucp "$tls" stream_bw 200 -s 65536
 	tap_check "UCP ucp_put_bw and ucp_get 64 KiB ($name)" through sroce1 200 \
 		eval 'ucp "$tls" ucp_put_bw 200 -s 65536 && ucp "$tls" ucp_get 200 -s 65536'
