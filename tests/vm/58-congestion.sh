@@ -354,7 +354,12 @@ rc_rates() {
 }
 recovers() {
 	local i=0 rc pid cut=- dur=14 line
-	sroce_debug_kernel && dur=40
+	# On the debug kernel a sample takes about 4 s, the stream shows its
+	# first rate after some 15 s, and DCQCN's times are 50x: a QP whose
+	# target outruns what it sends (KASAN's 1 MB/s) is unlimited after
+	# 512 increase periods of 15 ms without a cut, 7.7 s. 40 s left one
+	# sample after the cut (the stream ended at 6.9 Mb/s).
+	sroce_debug_kernel && dur=60
 	shape || return 1
 	rm -f "$CAP"/rec.*.txt
 	perf -s 65536 -D "$dur" >"$CAP/recover.txt" 2>&1 &
@@ -436,7 +441,10 @@ ip netns exec nsA tc qdisc del dev vethA root 2>/dev/null
 # read_paced: 6 s of 64 KiB READs whose data crosses the bottleneck:
 # sroce0 serves (its READ responses leave by vethA), sroce1 reads and
 # gets them CE-marked; its CNPs go to sroce0's QP, whose pacer then holds
-# the READ responses (sroce0's requester sends nothing there).
+# the READ responses (sroce0's requester sends nothing there). The
+# reader's QP takes PERF_QP's timeout: on the debug kernel 128 READs of
+# 64 KiB queued at 3 Mbit/s outlast the default 67 ms seven times over
+# (retry exceeded, status 12, after 4 READs).
 read_paced() {
 	local c
 	declare -A b0 b1
@@ -444,8 +452,8 @@ read_paced() {
 	for c in np_cnp_sent np_ecn_marked_roce_packets; do b1[$c]=$(c1 $c); done
 	for c in rp_cnp_handled rp_cnp_ignored rp_paced_waits; do b0[$c]=$(c0 $c); done
 	sroce_pair nsA nsB 18517 \
-		ib_read_bw -d sroce0 -x "$SROCE_GID_A" -F -s 65536 -D 6 -p 18517 -- \
-		ib_read_bw -d sroce1 -x "$SROCE_GID_B" -F -s 65536 -D 6 -p 18517 10.77.0.1 ||
+		ib_read_bw -d sroce0 -x "$SROCE_GID_A" -F "${PERF_QP[@]}" -s 65536 -D 6 -p 18517 -- \
+		ib_read_bw -d sroce1 -x "$SROCE_GID_B" -F "${PERF_QP[@]}" -s 65536 -D 6 -p 18517 10.77.0.1 ||
 		return 1
 	for c in "${!b1[@]}"; do b1[$c]=$(($(c1 $c) - b1[$c])); done
 	for c in "${!b0[@]}"; do b0[$c]=$(($(c0 $c) - b0[$c])); done
