@@ -160,7 +160,7 @@ bench: module provider stage bench-tool
 	tools/bench/bench $(BENCH_ARGS)
 
 bench-tool: $(BUILD)/bench/sroce_memcpy $(BUILD)/bench/sroce_crc \
-	$(BUILD)/bench/sroce_pingpong
+	$(BUILD)/bench/sroce_pingpong $(BUILD)/bench/sroce_tcplat
 
 $(BUILD)/bench/sroce_%: tools/bench/%.cpp
 	@mkdir -p $(dir $@)

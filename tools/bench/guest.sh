@@ -8,7 +8,8 @@
 #   sroce  vethA in nsA, vethB in nsB, sroce0 and sroce1 on them
 #          (two sroce devices in one namespace cannot reach each other);
 #          64 KiB ib_write_bw and ib_read_bw also with --odp
-#   tcp    iperf3, one stream, nsA -> nsB over the same ends
+#   tcp    iperf3, one stream, nsA -> nsB over the same ends; TCP's
+#          request/response latency there (build/bench/sroce_tcplat)
 #   rxe    both ends moved back to init_net (rdma_rxe 6.12 routes and
 #          receives only there), rxe0 and rxe1 on them; policy routing sends
 #          10.77.0.1 -> .2 out of vethA and .2 -> .1 out of vethB instead of
@@ -310,6 +311,32 @@ tcp() {
 		cat "$SROCE_PAIR_DIR/iperf3"
 	} >>"$f"
 	log "tcp mtu $mtu round $r: rc $rc"
+	for size in $lat_sizes; do tcplat "$mtu" "$r" "$size"; done
+}
+
+# tcplat MTU ROUND SIZE: TCP's request/response latency over the same
+# ends (build/bench/sroce_tcplat, Nagle off, SIZE bytes each way per round
+# trip, as many round trips as the latency tests make): the figure
+# ib_send_lat is put against, typical and p99, half a round trip as
+# perftest reports.
+tcplat() {
+	local mtu=$1 r=$2 size=$3 f rc spid
+	f=$raw/tcp-m$mtu-r$r-tcplat-s$size.txt
+	header "$f" kind=tcplat transport=tcp mtu="$mtu" round="$r" test=tcp_lat \
+		size="$size" ncpu="$ncpu"
+	ip netns exec nsB timeout 120 "$repo/build/bench/sroce_tcplat" -s 5202 \
+		>"$SROCE_PAIR_DIR/tcplat-server" 2>&1 &
+	spid=$!
+	vm_wait_listen -n nsB 5202 30
+	ip netns exec nsA timeout 120 "$repo/build/bench/sroce_tcplat" -c "$IP_B" 5202 \
+		"$size" "$lat_iters" >"$SROCE_PAIR_DIR/tcplat" 2>&1
+	rc=$?
+	wait "$spid"
+	{
+		echo "# rc=$rc"
+		cat "$SROCE_PAIR_DIR/tcplat"
+	} >>"$f"
+	log "tcplat mtu $mtu round $r size $size: rc $rc $(grep -E '^tcplat' "$f")"
 }
 
 memcpy_run() {

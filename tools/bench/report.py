@@ -136,6 +136,19 @@ def parse_iperf3(text):
             'retransmits': end.get('sum_sent', {}).get('retransmits')}
 
 
+TCPLAT_LINE = re.compile(r'^tcplat: (\d+) round trips of (\d+) B in [\d.]+ s, one way typical '
+                         r'([\d.]+) p99 ([\d.]+) max [\d.]+ us', re.M)
+
+
+def parse_tcplat(text):
+    """tools/bench/tcplat.cpp's client line -> {'iters', 'size', 't_typical', 'p99'}."""
+    m = TCPLAT_LINE.search(text)
+    if not m:
+        return None
+    return {'iters': int(m.group(1)), 'size': int(m.group(2)),
+            't_typical': float(m.group(3)), 'p99': float(m.group(4))}
+
+
 def parse_memcpy(text):
     m = re.search(r'^memcpy: (\d+) bytes in ([\d.]+) s, ([\d.]+) MiB/s, CPU ([\d.]+) s',
                   text, re.M)
@@ -464,6 +477,12 @@ def measure(path):
         m['MiB/s'] = r['bps'] / 8 / MIB
         m['CPU s/GB'] = cpu_s_per_gb(busy_fraction(h), ncpu, m['MiB/s'])
         m['retx packets'] = r['retransmits']
+    elif kind == 'tcplat':
+        r = parse_tcplat(body)
+        if not r:
+            return h, m
+        m['t_typical'] = r['t_typical']
+        m['p99'] = r['p99']
     elif kind == 'memcpy':
         r = parse_memcpy(body)
         if not r:
@@ -486,6 +505,8 @@ def size_label(n):
 def config_key(h):
     """What a run measured, apart from transport, MTU and round."""
     t = h['test']
+    if h['kind'] == 'tcplat':
+        return (t, int(h['size']), 1)
     if h['kind'] != 'perftest':
         return (t, 0, 1)
     if h.get('variant') == 'odp':
@@ -499,6 +520,8 @@ def config_label(key):
         return 'TCP iperf3, 1 stream'
     if t == 'memcpy':
         return 'memcpy, 1 thread, 64 MiB'
+    if t == 'tcp_lat':
+        return f'TCP request/response {size_label(size)}'
     if t == 'ib_atomic_bw':
         return 'ib_atomic_bw 8 B'
     s = f'{t} {size_label(size)}'
@@ -582,6 +605,9 @@ def figures(data):
             def ratio(other):
                 return med / other if other else None
             row['vs_rxe'] = ratio(ref(mtu, 'rxe', cfg, metric)) if tr in ('sroce', 'rxe') else None
+            # ib_send_lat against TCP's request/response of the same size.
+            if metric in ('t_typical', 'p99') and cfg[0] == 'ib_send_lat':
+                row['vs_tcp'] = ratio(ref(mtu, 'tcp', ('tcp_lat', cfg[1], 1), metric))
             if metric in ('MiB/s', 'CPU s/GB'):
                 for name, t, c in (('vs_tcp', 'tcp', tcp_cfg), ('vs_memcpy', 'memcpy', memcpy_cfg)):
                     refs = [ref(m, t, c, metric) for m in ([mtu] if t == 'tcp' else mtus + [0])]
@@ -728,11 +754,18 @@ def table(rows, info=''):
             st, xt = get(mtu, 'sroce', c, 't_typical'), get(mtu, 'rxe', c, 't_typical')
             sp, xp = get(mtu, 'sroce', c, 'p99'), get(mtu, 'rxe', c, 'p99')
             body.append((config_label(c), spread(st), spread(xt), ratio(st, 'vs_rxe'),
-                         spread(sp), spread(xp), ratio(sp, 'vs_rxe')))
+                         ratio(st, 'vs_tcp'), spread(sp), spread(xp), ratio(sp, 'vs_rxe'),
+                         ratio(sp, 'vs_tcp')))
+        tcp_lat = sorted({r['config'] for r in rows if r['mtu'] == mtu
+                          and r['transport'] == 'tcp' and r['config'][0] == 'tcp_lat'},
+                         key=lambda c: c[1])
+        for c in tcp_lat:
+            body.append((config_label(c), spread(get(mtu, 'tcp', c, 't_typical')), '-', '-',
+                         '1.00x', spread(get(mtu, 'tcp', c, 'p99')), '-', '-', '1.00x'))
         if body:
-            out += render(f'MTU {mtu}: latency (us)',
-                          ('', 'sroce typical', 'rxe typical', 'vs rxe', 'sroce p99',
-                           'rxe p99', 'vs rxe'), body)
+            out += render(f'MTU {mtu}: latency (us, half a round trip)',
+                          ('', 'sroce typical', 'rxe typical', 'vs rxe', 'vs TCP',
+                           'sroce p99', 'rxe p99', 'vs rxe', 'vs TCP'), body)
         body = []
         for c in cfgs:
             s, x = get(mtu, 'sroce', c, 'CPU s/GB'), get(mtu, 'rxe', c, 'CPU s/GB')
@@ -757,6 +790,10 @@ def table(rows, info=''):
                'medians')
     out.append('(latency, CPU, doorbells: lower is better). TCP = iperf3, one stream, same '
                'veth and MTU;')
+    out.append('TCP request/response = sroce_tcplat (as qperf tcp_lat, with percentiles), '
+               'one connection, Nagle off,')
+    out.append('the same number of round trips as the latency tests; ib_send_lat is put '
+               'against it (vs TCP).')
     out.append('memcpy = one thread, 64 MiB buffers. Taken under QEMU TCG: compare ratios, '
                'not absolute figures,')
     out.append('and only from a quiet host.')
@@ -962,8 +999,17 @@ def self_test(samples):
     t = table(rows)
     check('--odp run in the ODP table only', 'on-demand paging' in t and '0.67x' in t
           and t.count('ib_send_bw --odp 64 B') == 1)
+    tl = parse_tcplat('tcplat: 10000 round trips of 8 B in 1.23 s, one way typical 61.50 '
+                      'p99 140.25 max 900.00 us\n')
+    check('tcplat line', tl == {'iters': 10000, 'size': 8, 't_typical': 61.5, 'p99': 140.25})
+    check('no tcplat line in a failed run', parse_tcplat('tcplat: connect: refused\n') is None)
+    lt = [x for x in rows if x['transport'] == 'sroce' and x['config'] == ('ib_send_lat', 8, 1)]
+    check('ib_send_lat against TCP request/response of 8 B, typical and p99',
+          {x['metric']: x.get('vs_tcp') for x in lt} == {'t_typical': 0.5, 'p99': 0.5})
+    check('latency table: sroce vs TCP and a TCP request/response row',
+          'TCP request/response 8 B' in t and '92.90' in t and '0.50x' in t)
     check('failed runs named', run_status(os.path.join(samples, 'raw')) ==
-          (8, ['rxe-m1500-r2-ib_send_bw-s64-q1']))
+          (10, ['rxe-m1500-r2-ib_send_bw-s64-q1']))
     print(f'1..{n}')
     return 1 if fails else 0
 
