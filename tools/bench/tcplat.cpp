@@ -53,11 +53,13 @@ bool tune(int fd)
 	       setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit)) == 0;
 }
 
-// All of buf, or false (error, timeout or the peer's end).
-bool read_all(int fd, char *buf, std::size_t len)
+// All of len bytes through op (read or write), or false (an error, the
+// receive limit or the peer's end).
+template <typename Buf, typename Op>
+bool all(int fd, Buf *buf, std::size_t len, Op op)
 {
 	while (len) {
-		const ssize_t n = read(fd, buf, len);
+		const ssize_t n = op(fd, buf, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -69,19 +71,14 @@ bool read_all(int fd, char *buf, std::size_t len)
 	return true;
 }
 
+bool read_all(int fd, char *buf, std::size_t len)
+{
+	return all(fd, buf, len, ::read);
+}
+
 bool write_all(int fd, const char *buf, std::size_t len)
 {
-	while (len) {
-		const ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		buf += n;
-		len -= static_cast<std::size_t>(n);
-	}
-	return true;
+	return all(fd, buf, len, ::write);
 }
 
 double percentile(const std::vector<double> &sorted, double p)
