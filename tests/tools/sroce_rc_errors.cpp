@@ -75,10 +75,12 @@
 //            range REM_ACCESS_ERR, a WRITE from an unmapped one
 //            LOC_PROT_ERR; UD datagrams into untouched ODP receive
 //            buffers wait for their pages, none lost
-//   dmabuf   ibv_reg_dmabuf_mr of a udmabuf (memfd pages): its errors;
-//            a peer's WRITE, READ, SEND and atomics into it, B's WRITE
-//            from it, and a WRITE after the dma-buf's fd is closed, every
-//            byte checked through the memfd
+//   dmabuf   ibv_reg_dmabuf_mr of a udmabuf (memfd pages), or where the
+//            kernel has no udmabuf (Debian's 6.1) of a vgem buffer (DRM
+//            PRIME, shmem pages): its errors; a peer's WRITE, READ, SEND
+//            and atomics into it, B's WRITE from it, and a WRITE after the
+//            dma-buf's fd is closed, every byte checked through the CPU's
+//            mapping (the memfd, or the dma-buf's own mmap)
 //   rereg    B's MR re-registered (translation, PD away and back,
 //            access) while A holds its rkey: the keys stay, A's WRITE and
 //            READ meet the new region, a WRITE the access no longer
@@ -2955,14 +2957,91 @@ void test_odp()
 
 // ---- 9c. dma-buf MRs ------------------------------------------------------------
 
-// A dma-buf from udmabuf (memfd pages, a static exporter), and the memfd
-// mapped: what the MR holds, seen by the CPU.
+// A dma-buf from a static exporter and the CPU's view of its pages:
+// udmabuf (memfd pages, the memfd mapped), or where the kernel has no
+// udmabuf, vgem (a DRM dumb buffer of shmem pages exported through PRIME,
+// the dma-buf itself mapped). memfd is a file that is not a dma-buf either
+// way (the registration's errors).
 struct udbuf {
+	const char *exporter = "udmabuf";
 	int memfd = -1;
 	int fd = -1;
 	uint8_t *cpu = nullptr;
 	size_t len = 0;
 };
+
+// The DRM ioctls vgem's path needs (include/uapi/drm/drm.h and
+// drm_mode.h: a stable ABI; Debian installs those headers only with
+// libdrm-dev).
+struct drm_version_arg {
+	int major, minor, patchlevel;
+	size_t name_len;
+	char *name;
+	size_t date_len;
+	char *date;
+	size_t desc_len;
+	char *desc;
+};
+struct drm_create_dumb_arg {
+	uint32_t height, width, bpp, flags;
+	uint32_t handle, pitch;
+	uint64_t size;
+};
+struct drm_prime_handle_arg {
+	uint32_t handle, flags;
+	int32_t fd;
+};
+constexpr unsigned long DRM_VERSION_IOC = _IOWR('d', 0x00, drm_version_arg);
+constexpr unsigned long DRM_PRIME_TO_FD_IOC = _IOWR('d', 0x2d, drm_prime_handle_arg);
+constexpr unsigned long DRM_CREATE_DUMB_IOC = _IOWR('d', 0xb2, drm_create_dumb_arg);
+
+// The first /dev/dri/card* that vgem drives (modprobe vgem made it), or -1.
+int vgem_open()
+{
+	for (int i = 0; i < 16; i++) {
+		std::string path = "/dev/dri/card" + std::to_string(i);
+		int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		char name[16] = {};
+		drm_version_arg v = {};
+		v.name = name;
+		v.name_len = sizeof(name) - 1;
+		if (ioctl(fd, DRM_VERSION_IOC, &v) == 0 && !strcmp(name, "vgem"))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+// len bytes of vgem as a dma-buf in u.fd, mapped at u.cpu.
+bool vgem_make(point &P, udbuf &u, int card)
+{
+	drm_create_dumb_arg d = {};
+	d.width = PAGE / 4;
+	d.bpp = 32;
+	d.height = static_cast<uint32_t>(u.len / PAGE);
+	if (ioctl(card, DRM_CREATE_DUMB_IOC, &d) || d.size < u.len) {
+		P.fail("vgem: DRM_IOCTL_MODE_CREATE_DUMB of %zu bytes: %s (size %llu)", u.len,
+		       strerror(errno), static_cast<unsigned long long>(d.size));
+		return false;
+	}
+	drm_prime_handle_arg h = {};
+	h.handle = d.handle;
+	h.flags = O_CLOEXEC | O_RDWR;
+	if (ioctl(card, DRM_PRIME_TO_FD_IOC, &h)) {
+		P.fail("vgem: DRM_IOCTL_PRIME_HANDLE_TO_FD: %s", strerror(errno));
+		return false;
+	}
+	u.fd = h.fd;
+	void *m = mmap(nullptr, u.len, PROT_READ | PROT_WRITE, MAP_SHARED, u.fd, 0);
+	if (m == MAP_FAILED) {
+		P.fail("vgem: mmap of the dma-buf: %s", strerror(errno));
+		return false;
+	}
+	u.cpu = static_cast<uint8_t *>(m);
+	return true;
+}
 
 bool udbuf_make(point &P, udbuf &u, size_t len)
 {
@@ -2973,17 +3052,26 @@ bool udbuf_make(point &P, udbuf &u, size_t len)
 		P.fail("memfd of %zu bytes: %s", len, strerror(errno));
 		return false;
 	}
+	int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	if (dev < 0) {
+		int card = vgem_open();
+		if (card < 0) {
+			P.fail("/dev/udmabuf: %s, and no vgem card in /dev/dri", strerror(errno));
+			return false;
+		}
+		u.exporter = "vgem";
+		bool ok = vgem_make(P, u, card);
+		// The dma-buf holds the buffer; the card's handle is not needed.
+		close(card);
+		return ok;
+	}
 	void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, u.memfd, 0);
 	if (m == MAP_FAILED) {
 		P.fail("mmap of the memfd: %s", strerror(errno));
+		close(dev);
 		return false;
 	}
 	u.cpu = static_cast<uint8_t *>(m);
-	int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
-	if (dev < 0) {
-		P.fail("/dev/udmabuf: %s", strerror(errno));
-		return false;
-	}
 	udmabuf_create c = {};
 	c.memfd = static_cast<uint32_t>(u.memfd);
 	c.flags = UDMABUF_FLAGS_CLOEXEC;
@@ -3037,8 +3125,8 @@ void test_dmabuf_errors(const udbuf &u)
 		 "fd -1 and length 0 (EINVAL, EINVAL, EINVAL, EBADF, EINVAL)");
 }
 
-// Every operation with a udmabuf MR on either end; bytes checked through
-// the memfd.
+// Every operation with a udmabuf (or vgem) MR on either end; bytes checked
+// through the CPU's mapping.
 void test_dmabuf_udmabuf()
 {
 	point P, Pw, Pr, Ps, Pg, Pa, Pc;
@@ -3050,7 +3138,7 @@ void test_dmabuf_udmabuf()
 	uint64_t id = 1;
 
 	if (!udbuf_make(P, u, BUF)) {
-		P.report("a 2 MiB udmabuf");
+		P.report("a 2 MiB %s buffer as a dma-buf", u.exporter);
 		udbuf_free(u);
 		return;
 	}
@@ -3070,9 +3158,9 @@ void test_dmabuf_udmabuf()
 				    LEN - 4096, DMABUF_IOVA + 13, mr->rkey), "WRITE", id);
 		expect_wcs(Pw, "requester", c.a.cq, c.a.qpn,
 			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN - 4096}});
-		same_bytes(Pw, "memfd", u.cpu + OFF + 13, src.mem, LEN - 4096);
-		Pw.report("WRITE of 1 MiB - 4 KiB into a udmabuf MR at an odd offset: every byte "
-			  "in the memfd");
+		same_bytes(Pw, "CPU mapping", u.cpu + OFF + 13, src.mem, LEN - 4096);
+		Pw.report("WRITE of 1 MiB - 4 KiB into a %s MR at an odd offset: every byte "
+			  "through the CPU's mapping", u.exporter);
 
 		// Peer's READ of it, after the CPU changed it.
 		pattern(u.cpu + OFF, LEN, 74);
@@ -3081,8 +3169,8 @@ void test_dmabuf_udmabuf()
 		expect_wcs(Pr, "requester", c.a.cq, c.a.qpn,
 			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, LEN}});
 		same_bytes(Pr, "READ destination", dst.mem, u.cpu + OFF, LEN);
-		Pr.report("READ of 1 MiB from a udmabuf MR the CPU wrote through the memfd: every "
-			  "byte");
+		Pr.report("READ of 1 MiB from a %s MR the CPU wrote through its mapping: every "
+			  "byte", u.exporter);
 
 		// A SEND received into the buffer.
 		ibv_sge rs = {DMABUF_IOVA + 4096, 65536, mr->lkey};
@@ -3098,8 +3186,9 @@ void test_dmabuf_udmabuf()
 			   {{id++, IBV_WC_SUCCESS, IBV_WC_SEND, 65536}});
 		expect_wcs(Ps, "responder", c.b.cq, c.b.qpn,
 			   {{900, IBV_WC_SUCCESS, IBV_WC_RECV, 65536}});
-		same_bytes(Ps, "memfd", u.cpu + OFF + 4096, src.mem + 100, 65536);
-		Ps.report("SEND of 64 KiB into a receive buffer in a udmabuf MR: every byte");
+		same_bytes(Ps, "CPU mapping", u.cpu + OFF + 4096, src.mem + 100, 65536);
+		Ps.report("SEND of 64 KiB into a receive buffer in a %s MR: every byte",
+			  u.exporter);
 
 		// The buffer as the source of B's own WRITE (lkey gather).
 		pattern(u.cpu + OFF, LEN, 75);
@@ -3108,7 +3197,7 @@ void test_dmabuf_udmabuf()
 		expect_wcs(Pg, "requester", c.b.cq, c.b.qpn,
 			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN - 7}});
 		same_bytes(Pg, "A's memory", dst.mem, u.cpu + OFF + 7, LEN - 7);
-		Pg.report("WRITE from a udmabuf MR (gathered by lkey): every byte");
+		Pg.report("WRITE from a %s MR (gathered by lkey): every byte", u.exporter);
 
 		// Atomics on a word of the buffer.
 		uint64_t w0 = 1000;
@@ -3130,7 +3219,8 @@ void test_dmabuf_udmabuf()
 				static_cast<unsigned long long>(v[0]),
 				static_cast<unsigned long long>(v[1]),
 				static_cast<unsigned long long>(w));
-		Pa.report("FETCH_ADD and CMP_SWAP on a word of a udmabuf MR: results and word");
+		Pa.report("FETCH_ADD and CMP_SWAP on a word of a %s MR: results and word",
+			  u.exporter);
 
 		// The MR holds the buffer: closing the dma-buf's fd changes nothing.
 		close(u.fd);
@@ -3139,7 +3229,7 @@ void test_dmabuf_udmabuf()
 				    DMABUF_IOVA, mr->rkey), "WRITE", id);
 		expect_wcs(Pc, "requester", c.a.cq, c.a.qpn,
 			   {{id++, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, LEN}});
-		same_bytes(Pc, "memfd", u.cpu + OFF, src.mem, LEN);
+		same_bytes(Pc, "CPU mapping", u.cpu + OFF, src.mem, LEN);
 		// Nothing outside the MR's range was written.
 		std::vector<uint8_t> ref(BUF);
 		pattern(ref.data(), BUF, 71);
@@ -3153,8 +3243,8 @@ void test_dmabuf_udmabuf()
 	if (!P.ok())
 		for (point *Q : {&Pw, &Pr, &Ps, &Pg, &Pa, &Pc})
 			Q->why = P.why;
-	P.report("a udmabuf MR (offset 4 KiB, 1 MiB) registered; both QPs in RTS after the "
-		 "operations");
+	P.report("a %s MR (offset 4 KiB, 1 MiB) registered; both QPs in RTS after the "
+		 "operations", u.exporter);
 	conn_free(c);
 	if (mr && ibv_dereg_mr(mr))
 		P.fail("ibv_dereg_mr: %s", strerror(errno));
