@@ -57,6 +57,11 @@ ifeq ($(DEBUG_KERNEL),1)
 # one for Debian's kernel.
 KDIR	?= $(DK)/src
 MSRC	:= $(DK)/sroce
+else ifneq ($(wildcard $(CURDIR)/build/matrix/$(KVER)/kernel.env),)
+# A kernel of the support matrix: tools/matrix/build built sroce for it
+# (in a copy of its sources, against the headers it fetched).
+KDIR	?= $(shell sed -n 's/^KDIR=//p' $(CURDIR)/build/matrix/$(KVER)/kernel.env)
+MSRC	:= $(CURDIR)/build/matrix/$(KVER)/sroce
 else
 MSRC	:= $(CURDIR)
 endif
