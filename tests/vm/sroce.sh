@@ -14,6 +14,10 @@ KREL=$(uname -r)
 # own build in build/debug-kernel (-newest), another kernel of the matrix
 # (tools/matrix/build, tools/vm/run --kernel NAME) in build/matrix/<KREL>.
 if [[ $KREL == *-sroce-debug ]]; then
+	# A pair's time limit (sroce_pair, sroce_cm_pair; 120 s elsewhere):
+	# KASAN and lockdep make this kernel several times slower, and a busy
+	# host slower still (32's first integrity run took 135 s there).
+	SROCE_PAIR_TMO=${SROCE_PAIR_TMO:-360}
 	# build/debug-kernel, or the one of tools/debug-kernel --newest.
 	SROCE_DK=$SROCE_REPO/build/debug-kernel
 	for d in "$SROCE_REPO"/build/debug-kernel*/; do
