@@ -3,14 +3,14 @@
 #
 # Wire compatibility with rdma_rxe, the kernel's own RoCE v2 device, in
 # one guest: rxe0 on vethA in init_net (the only place rxe 6.12 works),
-# sroce1 on vethB in nsB. Each side serves in turn: ibv_rc_pingpong at
-# 1 B, 4 KiB and 1 MiB with the data checked, sroce_integrity (all ops,
-# every byte; again with sroce's MRs on demand), and perftest
-# send/write/read/atomic bandwidth and latency (the ibv_wr_* API; the
-# --use_old_post_send runs are tests/vm2/rc-interop.sh's, between two
-# kernels), and IBTA 1.5's ATOMIC WRITE each way (sroce_rc_errors -o
-# awrite); then at MTU 9000 (path MTU 4096) pingpong, integrity and the
-# bandwidths.
+# sroce1 on vethB in nsB. Each side serves in turn. What
+# tests/vm2/rc-interop.sh runs between two kernels in every make check
+# (ibv_rc_pingpong at 1 B, 4 KiB and 1 MiB, sroce_integrity, every RC
+# perftest with both posting APIs, at MTU 1500) is not repeated here;
+# this script runs what only it has: sroce_integrity with sroce's MRs on
+# demand, IBTA 1.5's ATOMIC WRITE each way (sroce_rc_errors -o awrite),
+# jumbo frames (MTU 9000, path MTU 4096: pingpong, integrity, the
+# bandwidth tests), and the ICRC engine the module did not choose.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -96,19 +96,11 @@ awrite() {
 		-b "$S_DEV" -B "$S_GID" -o awrite
 }
 
-tap_plan 42
+tap_plan 18
 sroce_rxe_pair || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
 for server in rxe sroce; do
-	for size in 1 4096 1048576; do
-		tap_check "$server serves: ibv_rc_pingpong $size B" pingpong "$server" "$size"
-	done
-	tap_check "$server serves: sroce_integrity, all ops" integrity "$server"
 	tap_check "$server serves: sroce_integrity, sroce's MRs on demand (--odp)" \
 		integrity_odp "$server" sroce
-	for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
-		 ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
-		tap_check "$server serves: $t" perf "$server" "$t"
-	done
 	TAP_VERBOSE=1 tap_check "$server serves: ATOMIC WRITE (caps, data, 32 in flight, access error)" \
 		awrite "$server"
 done
