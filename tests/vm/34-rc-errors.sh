@@ -62,6 +62,8 @@ flush_next() {
 
 tap_plan 8
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
+# The dma-buf cases (-o dmabuf, in the default groups) need an exporter.
+sroce_dmabuf_exporter >/dev/null
 
 TAP_VERBOSE=1 tap_check "sroce_rc_errors (bad rkey, bounds, access, READ, peer gone, RNR, atomics, ATOMIC WRITE, length, SRQ, memory windows, rereg)" \
 	timeout 300 "$SROCE_BIN/sroce_rc_errors" -a sroce0 -A "$SROCE_GID_A" \

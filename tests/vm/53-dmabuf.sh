@@ -39,9 +39,7 @@ rc_errors() {
 tap_plan 6
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 on vethA, sroce1 on vethB"
 
-exporter=udmabuf
-[ -e /dev/udmabuf ] || modprobe udmabuf 2>/dev/null || exporter=vgem
-[ $exporter = udmabuf ] || modprobe vgem
+exporter=$(sroce_dmabuf_exporter)
 TAP_VERBOSE=1 tap_check "sroce_rc_errors -o dmabuf ($exporter: errors, WRITE/READ/SEND/atomics, gather, fd closed)" \
 	rc_errors dmabuf
 

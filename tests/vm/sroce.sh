@@ -187,6 +187,19 @@ sroce_debug_kernel() {
 	[[ $(uname -r) == *-sroce-debug ]]
 }
 
+# A static dma-buf exporter for sroce_rc_errors -o dmabuf: udmabuf, or
+# vgem on a kernel without it (Debian's 6.1 has CONFIG_DRM_VGEM=m and no
+# UDMABUF). Loads it and prints its name.
+sroce_dmabuf_exporter() {
+	if [ -e /dev/udmabuf ] || modprobe udmabuf 2>/dev/null; then
+		echo udmabuf
+	elif modprobe vgem; then
+		echo vgem
+	else
+		return 1
+	fi
+}
+
 # kmemleak (the debug kernel booted with kmemleak=on, as make check-debug
 # and make soak do): on, forget what is known so far, and a check that
 # scans twice (an object must look unreferenced in two scans to count) and
