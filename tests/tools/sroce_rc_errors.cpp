@@ -54,7 +54,11 @@
 //            one to an MR without REMOTE_WRITE REM_ACCESS_ERR; FLUSH
 //            (rdma-core 45 on: ibv_wr_flush) of a range and of the whole
 //            MR after WRITEs, one to an MR without FLUSH_GLOBAL
-//            REM_ACCESS_ERR, no FLUSH_PERSISTENT MR on non-persistent memory
+//            REM_ACCESS_ERR, no FLUSH_PERSISTENT MR on non-persistent memory;
+//            with --no-flush (a kernel whose ib_core has no FLUSH, before
+//            6.2) instead: no device offers it, ibv_reg_mr with
+//            FLUSH_GLOBAL EINVAL, sroce's QP with IBV_QP_EX_WITH_FLUSH
+//            EOPNOTSUPP
 //   dmabuf-move  (only when named: the caller loaded sroce_dmabuf_exp.ko)
 //            a dma-buf MR of tests/kmod's moving exporter: READ and WRITE
 //            after a move, 24 moves while a WRITE and a READ are in flight,
@@ -125,6 +129,7 @@ constexpr int ALL_REMOTE = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 double g_wait = 10;		// seconds any completion may take
+bool g_no_flush;		// --no-flush: the kernel has no FLUSH (test_flush_absent)
 bool g_verbose;
 bool g_inject_rkey;		// use the valid rkey where a bad one belongs
 
@@ -1400,6 +1405,67 @@ void test_atomic_write_loss()
 }
 
 #if SROCE_RDMA_CORE >= 45
+// --no-flush: a kernel whose ib_core has no FLUSH (before 6.2: no MR
+// flush access), where sroce does not offer it. Each device says so and
+// refuses what needs it; nothing is sent.
+void test_flush_absent()
+{
+	point P;
+	for (dev *d : {&A, &B}) {
+		uint64_t caps = device_caps_ex(*d);
+		if (caps & CAP_FLUSH_GLOBAL)
+			P.fail("%s: device_cap_flags_ex 0x%llx has FLUSH_GLOBAL (bit 38)", d->name,
+			       static_cast<unsigned long long>(caps));
+		uint8_t *mem = static_cast<uint8_t *>(aligned_alloc(PAGE, PAGE));
+		errno = 0;
+		ibv_mr *mr = mem ? ibv_reg_mr(d->pd, mem, PAGE,
+					      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					      IBV_ACCESS_FLUSH_GLOBAL)
+				 : nullptr;
+		if (mr) {
+			P.fail("%s: ibv_reg_mr with FLUSH_GLOBAL succeeded", d->name);
+			ibv_dereg_mr(mr);
+		} else if (errno != EINVAL) {
+			P.fail("%s: ibv_reg_mr with FLUSH_GLOBAL: %s, expected EINVAL", d->name,
+			       strerror(errno));
+		}
+		free(mem);
+		if (!is_sroce(*d))
+			continue;
+		// sroce's provider offers ibv_wr_flush only where the kernel has it.
+		ibv_cq *cq = ibv_create_cq(d->ctx, 16, nullptr, nullptr, 0);
+		if (!cq) {
+			P.fail("%s: ibv_create_cq: %s", d->name, strerror(errno));
+			continue;
+		}
+		ibv_qp_init_attr_ex x = {};
+		x.send_cq = cq;
+		x.recv_cq = cq;
+		x.qp_type = IBV_QPT_RC;
+		x.cap.max_send_wr = 4;
+		x.cap.max_recv_wr = 4;
+		x.cap.max_send_sge = 1;
+		x.cap.max_recv_sge = 1;
+		x.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		x.pd = d->pd;
+		x.send_ops_flags = IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_RDMA_WRITE;
+		errno = 0;
+		ibv_qp *qp = ibv_create_qp_ex(d->ctx, &x);
+		int err = errno;
+		if (qp) {
+			P.fail("%s: a QP with IBV_QP_EX_WITH_FLUSH was created", d->name);
+			ibv_destroy_qp(qp);
+		} else if (err != EOPNOTSUPP) {
+			P.fail("%s: a QP with IBV_QP_EX_WITH_FLUSH: %s, expected EOPNOTSUPP", d->name,
+			       strerror(err));
+		}
+		ibv_destroy_cq(cq);
+	}
+	P.report("FLUSH not offered (this kernel's ib_core has no MR flush access): no "
+		 "FLUSH_GLOBAL in device_cap_flags_ex, ibv_reg_mr with FLUSH_GLOBAL EINVAL, sroce's "
+		 "QP with IBV_QP_EX_WITH_FLUSH EOPNOTSUPP");
+}
+
 void test_flush()
 {
 	point P, Pcap, Ppmem, Prange, Pmr, Paccess;
@@ -1411,6 +1477,10 @@ void test_flush()
 	uint64_t id = 1;
 
 	uint64_t caps = device_caps_ex(A) & device_caps_ex(B);
+	if (g_no_flush) {
+		test_flush_absent();
+		return;
+	}
 	if (!(caps & CAP_FLUSH_GLOBAL))
 		Pcap.fail("device_cap_flags_ex 0x%llx (both devices) without FLUSH_GLOBAL (bit 38)",
 			  static_cast<unsigned long long>(caps));
@@ -3489,7 +3559,7 @@ void usage()
 {
 	fprintf(stderr, "usage: sroce_rc_errors -a DEV_A -A GID_A -b DEV_B -B GID_B "
 			"[-w SECONDS] [-o rkey,bounds,access,read,gone,rnr,atomic,awrite,len,srq,mw,odp,dmabuf,rereg,credits|awrite-loss|blackhole|dmabuf-move] "
-			"[--inject rkey] [-v]\n");
+			"[--inject rkey] [--no-flush] [-v]\n");
 }
 
 } // namespace
@@ -3499,6 +3569,7 @@ int main(int argc, char **argv)
 	const char *groups = nullptr;
 	static const option longopts[] = {
 		{"inject", required_argument, nullptr, 'X'},
+		{"no-flush", no_argument, nullptr, 'F'},
 		{"help", no_argument, nullptr, 'h'},
 		{},
 	};
@@ -3513,6 +3584,7 @@ int main(int argc, char **argv)
 		case 'w': g_wait = atof(optarg); break;
 		case 'o': groups = optarg; break;
 		case 'v': g_verbose = true; break;
+		case 'F': g_no_flush = true; break;
 		case 'X':
 			if (strcmp(optarg, "rkey")) {
 				usage();

@@ -187,6 +187,17 @@ sroce_debug_kernel() {
 	[[ $(uname -r) == *-sroce-debug ]]
 }
 
+# sroce_kernel_at_least MAJOR MINOR: the running kernel is MAJOR.MINOR or
+# newer (what ib_core offers differs: FLUSH from 6.2, for one).
+sroce_kernel_at_least() {
+	local v maj min
+	v=$(uname -r)
+	maj=${v%%.*}
+	v=${v#*.}
+	min=${v%%[!0-9]*}
+	((maj > $1 || (maj == $1 && min >= $2)))
+}
+
 # A static dma-buf exporter for sroce_rc_errors -o dmabuf: udmabuf, or
 # vgem on a kernel without it (Debian's 6.1 has CONFIG_DRM_VGEM=m and no
 # UDMABUF). Loads it and prints its name.
