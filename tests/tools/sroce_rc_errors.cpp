@@ -389,6 +389,24 @@ int to_state(ibv_qp *qp, ibv_qp_state s)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
+// An RC QP of 64 WRs and 2 SGEs each way on @cq, through ibv_create_qp_ex
+// with @send_ops; errno is the provider's when it refuses.
+ibv_qp *create_rc_qp_ex(dev &d, ibv_cq *cq, uint64_t send_ops)
+{
+	ibv_qp_init_attr_ex x = {};
+	x.send_cq = cq;
+	x.recv_cq = cq;
+	x.qp_type = IBV_QPT_RC;
+	x.cap.max_send_wr = 64;
+	x.cap.max_recv_wr = 64;
+	x.cap.max_send_sge = 2;
+	x.cap.max_recv_sge = 2;
+	x.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	x.pd = d.pd;
+	x.send_ops_flags = send_ops;
+	return ibv_create_qp_ex(d.ctx, &x);
+}
+
 bool end_make(point &P, end &e, dev &d, uint64_t send_ops = 0)
 {
 	e.d = &d;
@@ -406,15 +424,7 @@ bool end_make(point &P, end &e, dev &d, uint64_t send_ops = 0)
 	ia.cap.max_send_sge = 2;
 	ia.cap.max_recv_sge = 2;
 	if (send_ops) {
-		ibv_qp_init_attr_ex x = {};
-		x.send_cq = e.cq;
-		x.recv_cq = e.cq;
-		x.qp_type = IBV_QPT_RC;
-		x.cap = ia.cap;
-		x.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		x.pd = d.pd;
-		x.send_ops_flags = send_ops;
-		e.qp = ibv_create_qp_ex(d.ctx, &x);
+		e.qp = create_rc_qp_ex(d, e.cq, send_ops);
 	} else {
 		e.qp = ibv_create_qp(d.pd, &ia);
 	}
@@ -1438,19 +1448,8 @@ void test_flush_absent()
 			P.fail("%s: ibv_create_cq: %s", d->name, strerror(errno));
 			continue;
 		}
-		ibv_qp_init_attr_ex x = {};
-		x.send_cq = cq;
-		x.recv_cq = cq;
-		x.qp_type = IBV_QPT_RC;
-		x.cap.max_send_wr = 4;
-		x.cap.max_recv_wr = 4;
-		x.cap.max_send_sge = 1;
-		x.cap.max_recv_sge = 1;
-		x.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		x.pd = d->pd;
-		x.send_ops_flags = IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_RDMA_WRITE;
 		errno = 0;
-		ibv_qp *qp = ibv_create_qp_ex(d->ctx, &x);
+		ibv_qp *qp = create_rc_qp_ex(*d, cq, IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_RDMA_WRITE);
 		int err = errno;
 		if (qp) {
 			P.fail("%s: a QP with IBV_QP_EX_WITH_FLUSH was created", d->name);
