@@ -19,6 +19,14 @@ goes to that QP.
 Prints "N frames, M with a bad ICRC, K truncated" (and for CNPs "L not
 as annex A17 lays them out") and exits 1 if any is bad or none was
 checked.
+
+    roce-icrc.py --flush-forms FILE [SRC_IP]
+
+Sorts the FLUSH frames (opcode 0x1c; from SRC_IP only, with it) by how
+they are sealed: as IBTA says, or as rdma_rxe (6.2 on) seals them, whose
+ICRC goes on over the transport headers once more, unmasked, in place of
+the payload a FLUSH has none of. Prints "N FLUSH frames: A sealed as IBTA
+says, B as rdma_rxe does, C neither" and exits 1 if C > 0 or N = 0.
 """
 import struct
 import sys
@@ -58,14 +66,16 @@ def roce_v2(linktype, frame):
     return ip[:total]
 
 
-def icrc_ok(ip):
+def icrc_ok(ip, again=b''):
+    """The ICRC over the masked packet, then over @again (rxe's FLUSH)."""
     pseudo = bytearray(b'\xff' * 8) + bytearray(ip[:-4])
     pseudo[8 + 1] = 0xff                    # TOS
     pseudo[8 + 8] = 0xff                    # TTL
     pseudo[8 + 10:8 + 12] = b'\xff\xff'     # IP checksum
     pseudo[8 + 26:8 + 28] = b'\xff\xff'     # UDP checksum
     pseudo[8 + 28 + 4] = 0xff               # BTH resv8a (FECN, BECN)
-    return zlib.crc32(bytes(pseudo)) == struct.unpack('<I', ip[-4:])[0]
+    return (zlib.crc32(bytes(pseudo) + again) ==
+            struct.unpack('<I', ip[-4:])[0])
 
 
 def cnp_ok(ip, qpn):
@@ -80,7 +90,29 @@ def cnp_ok(ip, qpn):
             bth[12:28] == bytes(16))
 
 
+def flush_forms(path, src):
+    n = ibta = rxe = 0
+    for linktype, frame, truncated in frames(path):
+        ip = roce_v2(linktype, frame)
+        if ip is None or truncated or len(ip) != 20 + 8 + 12 + 4 + 16 + 4:
+            continue
+        if ip[28] != 0x1c or (src and ip[12:16] != src):
+            continue
+        n += 1
+        if icrc_ok(ip):
+            ibta += 1
+        elif icrc_ok(ip, bytes(ip[28:-4])):
+            rxe += 1
+    print(f'{n} FLUSH frames: {ibta} sealed as IBTA says, {rxe} as rdma_rxe '
+          f'does, {n - ibta - rxe} neither')
+    return 1 if n - ibta - rxe or not n else 0
+
+
 def main():
+    if sys.argv[1] == '--flush-forms':
+        src = bytes(int(b) for b in sys.argv[3].split('.')) \
+            if len(sys.argv) > 3 else None
+        return flush_forms(sys.argv[2], src)
     want = int(sys.argv[2], 0) if len(sys.argv) > 2 else None
     qpn = int(sys.argv[3], 0) if len(sys.argv) > 3 else None
     n = bad = short = layout = 0
