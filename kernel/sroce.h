@@ -113,6 +113,8 @@ enum sroce_counter {
 	SROCE_CNT_RP_PACED,		/* requester passes held by the pacer */
 	SROCE_CNT_RX_REORDER_HELD,	/* RC requests held past a gap */
 	SROCE_CNT_RX_REORDER_TIMEOUTS,	/* gaps that stayed: a sequence NAK */
+	SROCE_CNT_RX_RXE_FLUSH_ICRC,	/* FLUSHes sealed as rdma_rxe seals them */
+	SROCE_CNT_TX_RXE_FLUSH_ICRC,	/* ... and sent so (sroce_net.c) */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -661,6 +663,12 @@ struct sroce_qp {
 	bool sq_flushed;		/* under sq_lock */
 	bool rq_flushed;		/* under rq_lock */
 	bool mcast_used;		/* ever attached to a group */
+	/*
+	 * The peer seals FLUSH as rdma_rxe does (sroce_net.c): learned from
+	 * its FLUSHes, or tried after a FLUSH timed out. Written by the
+	 * responder and the requester, READ_ONCE/WRITE_ONCE: a hint.
+	 */
+	bool flush_rxe_icrc;
 	u32 mcast_attached;		/* groups now (under mcast_lock) */
 
 	struct sroce_task req_task;
@@ -1069,9 +1077,13 @@ struct sroce_tx_burst {
 	bool ipv6;
 };
 
+/* sroce_net_xmit()'s flags */
+#define SROCE_XMIT_RXE_FLUSH_ICRC	BIT(0)	/* a FLUSH sealed as rxe does */
+
 int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		   struct dst_cache *cache, struct sk_buff *skb,
-		   unsigned int hdr_len, u16 sport, struct sroce_tx_burst *b);
+		   unsigned int hdr_len, u16 sport, unsigned int flags,
+		   struct sroce_tx_burst *b);
 void sroce_net_flush(struct sroce_tx_burst *b);
 int sroce_net_init(void);
 void sroce_net_exit(void);

@@ -708,7 +708,7 @@ static void sroce_cc_send_cnp(struct sroce_qp *qp, struct sroce_av *av,
 	sroce_hdr_build(skb->data, &pkt);
 	skb->priority = CC_PARAM(np_cnp_prio);
 	av->traffic_class = (CC_PARAM(np_cnp_dscp) & 0x3f) << 2;
-	if (!sroce_net_xmit(sdev, av, cache, skb, hdr_len, sport, NULL)) {
+	if (!sroce_net_xmit(sdev, av, cache, skb, hdr_len, sport, 0, NULL)) {
 		sroce_count(sdev, SROCE_CNT_NP_CNP_SENT, 1);
 		trace_sroce_cnp_sent(qp, dqpn);
 	}

@@ -347,6 +347,8 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_RP_PACED] = { .name = "rp_paced_waits" },
 	[SROCE_CNT_RX_REORDER_HELD] = { .name = "rx_reorder_held" },
 	[SROCE_CNT_RX_REORDER_TIMEOUTS] = { .name = "rx_reorder_timeouts" },
+	[SROCE_CNT_RX_RXE_FLUSH_ICRC] = { .name = "rx_flush_rxe_icrc" },
+	[SROCE_CNT_TX_RXE_FLUSH_ICRC] = { .name = "tx_flush_rxe_icrc" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);

@@ -136,6 +136,45 @@ static const void *sroce_rcv_l3(struct sk_buff *skb, bool *ipv6)
 }
 
 /*
+ * rdma_rxe (6.2 on, 7.2 still) seals a FLUSH with an ICRC that covers
+ * its transport headers twice: as IBTA says, then once more unmasked in
+ * place of the payload a FLUSH has none of (rxe's opcode table gives
+ * FLUSH no payload offset, so its "payload" starts at the BTH). It drops
+ * a FLUSH sealed as IBTA says, and its own fail IBTA's check. sroce takes
+ * a FLUSH sealed either way (those sealed as rxe does counted as
+ * rx_flush_rxe_icrc and so marked for the responder, which learns the
+ * peer's way from them) and seals its own the way the peer takes
+ * (sroce_req_flush_icrc(), SROCE_XMIT_RXE_FLUSH_ICRC). Only a FLUSH,
+ * which carries no payload, is ever taken so.
+ */
+static bool sroce_rcv_icrc_ok(struct sroce_dev *sdev, struct sk_buff *skb,
+			      unsigned int bth_off, unsigned int len,
+			      enum rdma_network_type net, unsigned int hdr_len,
+			      struct sroce_pkt *pkt)
+{
+	const void *l3 = skb_network_header(skb);
+	const u8 *bth = skb->data + bth_off;
+	__le32 wire, *wirep;
+	u32 icrc;
+
+	pkt->rxe_flush_icrc = false;
+	wirep = skb_header_pointer(skb, bth_off + len - SROCE_ICRC_BYTES,
+				   sizeof(wire), &wire);
+	if (!wirep)
+		return false;
+	icrc = le32_to_cpu(*wirep);
+	if (icrc == sroce_icrc(skb, l3, net, bth, hdr_len, bth_off + hdr_len,
+			       pkt->paylen + pkt->pad))
+		return true;
+	if (pkt->opcode != SROCE_OP_FLUSH || pkt->paylen || pkt->pad ||
+	    icrc != sroce_icrc(skb, l3, net, bth, hdr_len, bth_off, hdr_len))
+		return false;
+	pkt->rxe_flush_icrc = true;
+	sroce_count(sdev, SROCE_CNT_RX_RXE_FLUSH_ICRC, 1);
+	return true;
+}
+
+/*
  * From the BTH on, both framings are one: parse and check the transport
  * headers (at @bth_off from skb->data, @len bytes up to the ICRC's end)
  * up to the point where a QP takes the packet: ICRC, P_Key, QPN. The
@@ -149,7 +188,6 @@ static void sroce_rcv_bth(struct sroce_dev *sdev, struct sk_buff *skb,
 	struct sroce_pkt pkt;
 	unsigned int hdr_len;
 	struct sroce_qp *qp;
-	__le32 wire, *wirep;
 
 	hdr_len = sroce_opcode_table[skb->data[bth_off]].hdr_len;
 	if (!hdr_len || !pskb_may_pull(skb, bth_off + hdr_len))
@@ -157,13 +195,7 @@ static void sroce_rcv_bth(struct sroce_dev *sdev, struct sk_buff *skb,
 	if (sroce_hdr_parse(skb->data + bth_off, len, &pkt))
 		return sroce_rcv_drop(sdev, skb, SROCE_CNT_RX_DROP_MALFORMED);
 
-	wirep = skb_header_pointer(skb, bth_off + len - SROCE_ICRC_BYTES,
-				   sizeof(wire), &wire);
-	if (!wirep ||
-	    le32_to_cpu(*wirep) != sroce_icrc(skb, skb_network_header(skb), net,
-					      skb->data + bth_off, hdr_len,
-					      bth_off + hdr_len,
-					      pkt.paylen + pkt.pad))
+	if (!sroce_rcv_icrc_ok(sdev, skb, bth_off, len, net, hdr_len, &pkt))
 		return sroce_rcv_drop_pkt(sdev, skb, &pkt,
 					  SROCE_CNT_RX_DROP_ICRC);
 	pkt.payload_off = bth_off + hdr_len;
@@ -328,6 +360,24 @@ int sroce_skb_put_tail(struct sk_buff *skb, unsigned int pad)
 	skb->data_len += n;
 	skb->truesize += n;
 	return 0;
+}
+
+/*
+ * The ICRC of a packet about to go, its transport headers at @bth_off
+ * from skb->data: IBTA's, or with SROCE_XMIT_RXE_FLUSH_ICRC (a FLUSH, no
+ * payload) rdma_rxe's, whose "payload" is the headers once more.
+ */
+static u32 sroce_icrc_seal(struct sk_buff *skb, const void *l3,
+			   enum rdma_network_type net, unsigned int bth_off,
+			   unsigned int hdr_len, unsigned int payload,
+			   unsigned int flags)
+{
+	const u8 *bth = skb->data + bth_off;
+
+	if (flags & SROCE_XMIT_RXE_FLUSH_ICRC)
+		return sroce_icrc(skb, l3, net, bth, hdr_len, bth_off, hdr_len);
+	return sroce_icrc(skb, l3, net, bth, hdr_len, bth_off + hdr_len,
+			  payload);
 }
 
 /* Where the ICRC goes: the last four bytes, linear or in the tail frag. */
@@ -678,7 +728,7 @@ static int sroce_net_loopback(struct sroce_dev *sdev, const struct sroce_av *av,
  */
 static int sroce_net_seal(struct sroce_dev *sdev, const struct sroce_av *av,
 			  struct dst_cache *cache, struct sk_buff *skb,
-			  unsigned int hdr_len, u16 sport)
+			  unsigned int hdr_len, u16 sport, unsigned int flags)
 {
 	bool ipv6 = av->network_type == RDMA_NETWORK_IPV6;
 	u8 tos = sroce_cc_tos(sdev, av->traffic_class);
@@ -701,13 +751,11 @@ static int sroce_net_seal(struct sroce_dev *sdev, const struct sroce_av *av,
 	skb->dev = dst->dev;
 	skb->ip_summed = CHECKSUM_NONE;
 
-	put_unaligned_le32(sroce_icrc(skb, skb_network_header(skb),
-				      ipv6 ? RDMA_NETWORK_IPV6 :
-					     RDMA_NETWORK_IPV4,
-				      skb_transport_header(skb) +
-				      sizeof(struct udphdr), hdr_len,
-				      l3_len + sizeof(struct udphdr) + hdr_len,
-				      payload),
+	put_unaligned_le32(sroce_icrc_seal(skb, skb_network_header(skb),
+					   ipv6 ? RDMA_NETWORK_IPV6 :
+						  RDMA_NETWORK_IPV4,
+					   l3_len + sizeof(struct udphdr),
+					   hdr_len, payload, flags),
 			   sroce_skb_icrc(skb));
 	return 0;
 }
@@ -897,7 +945,7 @@ static void sroce_push_grh(struct sk_buff *skb, const struct sroce_av *av)
  */
 static int sroce_net_xmit_v1(struct sroce_dev *sdev, const struct sroce_av *av,
 			     struct sk_buff *skb, unsigned int hdr_len,
-			     struct sroce_tx_burst *b)
+			     unsigned int flags, struct sroce_tx_burst *b)
 {
 	const unsigned int grh = sizeof(struct ipv6hdr);
 	unsigned int payload = skb->len - hdr_len - SROCE_ICRC_BYTES;
@@ -912,9 +960,8 @@ static int sroce_net_xmit_v1(struct sroce_dev *sdev, const struct sroce_av *av,
 	}
 	sroce_push_grh(skb, av);
 	skb->ip_summed = CHECKSUM_NONE;
-	put_unaligned_le32(sroce_icrc(skb, skb->data, RDMA_NETWORK_ROCE_V1,
-				      skb->data + grh, hdr_len,
-				      grh + hdr_len, payload),
+	put_unaligned_le32(sroce_icrc_seal(skb, skb->data, RDMA_NETWORK_ROCE_V1,
+					   grh, hdr_len, payload, flags),
 			   sroce_skb_icrc(skb));
 
 	if (!is_multicast_ether_addr(av->dmac)) {
@@ -985,6 +1032,8 @@ static struct packet_type sroce_v1_ptype __read_mostly = {
  *	of sroce_skb_put_tail()); consumed
  * @hdr_len: bytes of transport headers
  * @sport: UDP source port (the flow's entropy)
+ * @flags: SROCE_XMIT_RXE_FLUSH_ICRC (a FLUSH to a peer that takes it
+ *	sealed as rdma_rxe seals it: see sroce_rcv_icrc_ok()), or 0
  * @b: the sender's burst (every packet in it for the same @av and
  *	@sdev), sent by sroce_net_flush(); NULL to send at once
  *
@@ -993,7 +1042,8 @@ static struct packet_type sroce_v1_ptype __read_mostly = {
  */
 int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		   struct dst_cache *cache, struct sk_buff *skb,
-		   unsigned int hdr_len, u16 sport, struct sroce_tx_burst *b)
+		   unsigned int hdr_len, u16 sport, unsigned int flags,
+		   struct sroce_tx_burst *b)
 {
 	bool ipv6 = av->network_type == RDMA_NETWORK_IPV6;
 	unsigned int bytes = skb->len;
@@ -1001,11 +1051,11 @@ int sroce_net_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 
 	local_bh_disable();
 	if (av->network_type == RDMA_NETWORK_ROCE_V1) {
-		err = sroce_net_xmit_v1(sdev, av, skb, hdr_len, b);
+		err = sroce_net_xmit_v1(sdev, av, skb, hdr_len, flags, b);
 		local_bh_enable();
 		return err;
 	}
-	err = sroce_net_seal(sdev, av, cache, skb, hdr_len, sport);
+	err = sroce_net_seal(sdev, av, cache, skb, hdr_len, sport, flags);
 	if (err) {
 		sroce_count(sdev, SROCE_CNT_TX_ERRORS, 1);
 		local_bh_enable();

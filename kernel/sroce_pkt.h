@@ -189,6 +189,7 @@ struct sroce_pkt {
 	/* FETH */
 	u8 flush_type;
 	u8 flush_level;
+	bool rxe_flush_icrc;		/* sealed as rdma_rxe seals a FLUSH */
 	/* DETH */
 	u32 qkey;
 	u32 sqpn;

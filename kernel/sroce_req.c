@@ -561,6 +561,7 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	unsigned int hdr_len = sroce_opcode_table[pkt->opcode].hdr_len;
 	bool ud = sroce_qp_is_ud(qp);
+	unsigned int flags = 0;
 	struct sk_buff *skb = NULL;
 	u16 sport;
 	int err = 0;
@@ -584,8 +585,12 @@ static int sroce_req_xmit(struct sroce_qp *qp, const struct sroce_send_wqe *wqe,
 
 	sport = ud ? rdma_get_udp_sport(av->flow_label, qp->qpn, pkt->dqpn) :
 		     qp->src_port;
+	if (pkt->rxe_flush_icrc) {
+		flags |= SROCE_XMIT_RXE_FLUSH_ICRC;
+		sroce_qp_count(qp, SROCE_CNT_TX_RXE_FLUSH_ICRC, 1);
+	}
 	sroce_net_xmit(sdev, av, ud ? NULL : &qp->dst_cache, skb, hdr_len,
-		       sport, ud ? NULL : burst);
+		       sport, flags, ud ? NULL : burst);
 	/* A packet lost on the way is the transport's to recover. */
 	return 0;
 }
@@ -657,6 +662,26 @@ static bool sroce_req_followed(struct sroce_qp *qp, u32 una)
 }
 
 /*
+ * How this FLUSH is sealed: as IBTA says, or as rdma_rxe does (its ICRC
+ * covers the headers twice; see sroce_net.c), which drops the other kind.
+ * The QP's responder learns the peer's way from the peer's FLUSHes; else
+ * a FLUSH that timed out goes again, as the timeout's probe, sealed the
+ * other way, and the QP keeps the way that went out last. Against a peer
+ * of either kind that costs one timeout at most, and a sroce peer takes
+ * both.
+ */
+static bool sroce_req_flush_icrc(struct sroce_qp *qp)
+{
+	bool rxe = READ_ONCE(qp->flush_rxe_icrc);
+
+	if (qp->req.probing && qp->req.psn == qp->req.probe_psn) {
+		rxe = !rxe;
+		WRITE_ONCE(qp->flush_rxe_icrc, rxe);
+	}
+	return rxe;
+}
+
+/*
  * Fill the header fields of the packet at @offset of @wqe; @ack_now: it
  * asks for an ACK (as every SROCE_REQ_ACK_EVERY-th packet does anyway).
  */
@@ -691,6 +716,7 @@ static void sroce_req_fill(struct sroce_qp *qp, const struct sroce_send_wqe *wqe
 		pkt->dmalen = wqe->wr.flush.length;
 		pkt->flush_type = wqe->wr.flush.type;
 		pkt->flush_level = wqe->wr.flush.level;
+		pkt->rxe_flush_icrc = sroce_req_flush_icrc(qp);
 	} else if (mask & SROCE_M_RETH) {
 		/* A READ asked again starts where its responses stopped. */
 		pkt->va = wqe->wr.rdma.remote_addr + offset;
@@ -1254,6 +1280,7 @@ void sroce_req_init(struct sroce_qp *qp)
 {
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->comp, 0, sizeof(qp->comp));
+	WRITE_ONCE(qp->flush_rxe_icrc, false);
 	qp->req.direct_left = SROCE_REQ_DIRECT_PKTS;
 	qp->req.fetched = qp->sq.cons;
 	qp->req.index = qp->sq.cons;

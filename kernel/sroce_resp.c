@@ -864,6 +864,10 @@ static u32 sroce_resp_flush_write(struct sroce_qp *qp, struct sk_buff *skb,
 	struct sroce_resp_res *res;
 	int nak;
 
+	/* How the peer seals a FLUSH is how it takes ours (sroce_net.c). */
+	if ((pkt->mask & SROCE_M_FLUSH) &&
+	    READ_ONCE(qp->flush_rxe_icrc) != pkt->rxe_flush_icrc)
+		WRITE_ONCE(qp->flush_rxe_icrc, pkt->rxe_flush_icrc);
 	if (sroce_resp_res_busy(qp)) {
 		/* More outstanding than max_dest_rd_atomic allows. */
 		nak = SROCE_NAK_INVALID_REQ;
@@ -1597,7 +1601,7 @@ bool sroce_resp_tx_pass(struct sroce_task *task)
 		av = qp->attr.av;
 		spin_unlock_bh(&qp->resp_lock);
 		sroce_net_xmit(sdev, &av, &qp->dst_cache, skb, hdr_len,
-			       qp->src_port, &burst);
+			       qp->src_port, 0, &burst);
 		budget--;
 		spin_lock_bh(&qp->resp_lock);
 	}

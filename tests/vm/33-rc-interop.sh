@@ -8,7 +8,8 @@
 # (ibv_rc_pingpong at 1 B, 4 KiB and 1 MiB, sroce_integrity, every RC
 # perftest with both posting APIs, at MTU 1500) is not repeated here;
 # this script runs what only it has: sroce_integrity with sroce's MRs on
-# demand, IBTA 1.5's ATOMIC WRITE each way (sroce_rc_errors -o awrite),
+# demand, IBTA 1.5's ATOMIC WRITE and (with rdma-core 65) FLUSH each way
+# (sroce_rc_errors -o awrite),
 # jumbo frames (MTU 9000, path MTU 4096: pingpong, integrity, the
 # bandwidth tests), and the ICRC engine the module did not choose.
 set -uo pipefail
@@ -16,8 +17,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 source "$here/../../tools/vm/netlib.sh"
 source "$here/sroce.sh"
+source "$here/capture.sh"
 sroce_reset
-trap sroce_reset EXIT
+trap 'capture_kill; sroce_reset' EXIT
+CAP=/tmp/sroce-interop
+mkdir -p "$CAP"
 
 BIN=$SROCE_BIN/sroce_integrity
 
@@ -92,9 +96,7 @@ perf() {
 # does. Before, there is nothing to interoperate with: rxe0 must say so
 # (device_cap_flags_ex without bits 38 and 40) and sroce1 must offer
 # ATOMIC WRITE (sroce's own; 34-rc-errors.sh runs it between two sroce
-# devices there). FLUSH between sroce and rdma_rxe does not work yet (each
-# drops the other's FLUSH: branch flush-rxe has the test); between two
-# sroce devices it is 34's.
+# devices there).
 rxe_ibta15() { sroce_kernel_at_least 6 2; }
 rxe_without_ibta15() {
 	local rxe sroce
@@ -114,14 +116,76 @@ awrite() {
 		-b "$S_DEV" -B "$S_GID" -o awrite
 }
 
-tap_plan 18
+# awrite_next rxe|sroce: the same with rdma-core 65 (FLUSH needs 45 or
+# later): sid's libibverbs and librxe, the provider and sroce_rc_errors
+# built for it (make userspace-next, which make check runs), through that
+# root's loader, as 34-rc-errors.sh's flush_next; FLUSH of a range after a
+# WRITE and of the whole MR, FLUSH without FLUSH_GLOBAL, no persistent MR.
+# rdma_rxe seals a FLUSH with an ICRC of its own (its headers counted
+# twice, sroce_net.c): captured on vethB, rxe's FLUSHes are all sealed so,
+# sroce takes them (rx_flush_rxe_icrc, no ICRC drop) and, as requester,
+# seals its own so once one went unanswered (tx_flush_rxe_icrc).
+awrite_next() {
+	local next=$SROCE_REPO/build/provider-next root lib out=/tmp/awrite-next.out
+	local rx0 tx0 drop0 rx tx drop forms
+	rxe_ibta15 || { rxe_without_ibta15; return; }
+	sroce_rxe_sides "$1"
+	rx0=$(sroce_counter sroce1 rx_flush_rxe_icrc)
+	tx0=$(sroce_counter sroce1 tx_flush_rxe_icrc)
+	drop0=$(sroce_counter sroce1 rx_drop_icrc)
+	root=$(cat "$next/root" 2>/dev/null)
+	lib=$root/usr/lib/x86_64-linux-gnu
+	if [ ! -x "$next/tests/sroce_rc_errors" ] || [ ! -x "$lib/ld-linux-x86-64.so.2" ] ||
+	   ! ls "$lib"/libibverbs/librxe-rdmav*.so >/dev/null 2>&1; then
+		echo "no build/provider-next with sid's librxe (make userspace-next)"
+		return 1
+	fi
+	capture_start nsB vethB "$CAP/flush.pcap" "udp port 4791" || return 1
+	RDMAV_DRIVERS=$next/libsroce:$lib/libibverbs/librxe timeout 120 \
+		"$lib/ld-linux-x86-64.so.2" --library-path "$lib" \
+		"$next/tests/sroce_rc_errors" -a "$C_DEV" -A "$C_GID" \
+		-b "$S_DEV" -B "$S_GID" -o awrite >"$out" 2>&1
+	local rc=$?
+	capture_stop "$CAP/flush.pcap" || rc=1
+	grep -v "couldn't load driver" "$out"
+	rx=$(($(sroce_counter sroce1 rx_flush_rxe_icrc) - rx0))
+	tx=$(($(sroce_counter sroce1 tx_flush_rxe_icrc) - tx0))
+	drop=$(($(sroce_counter sroce1 rx_drop_icrc) - drop0))
+	echo "sroce1: rx_flush_rxe_icrc +$rx, tx_flush_rxe_icrc +$tx, rx_drop_icrc +$drop"
+	# The FLUSH points ran (not compiled out), and nothing failed.
+	[ "$rc" = 0 ] && grep -q "^ok .*FLUSH (global, whole MR" "$out" &&
+	[ "$drop" = 0 ] || return 1
+	echo "rxe0's (10.77.0.1):"
+	forms=$(python3 "$here/roce-icrc.py" --flush-forms "$CAP/flush.pcap" 10.77.0.1)
+	echo "$forms"
+	if [ "$1" = sroce ]; then
+		[ "$rx" -gt 0 ] && [ "$tx" = 0 ] &&
+		contains "$forms" "^([1-9][0-9]*) FLUSH frames: 0 sealed as IBTA says, \1 as rdma_rxe does, 0 neither$" ||
+		return 1
+	else
+		# rxe0 as responder sends no FLUSH; sroce1 sends them.
+		contains "$forms" "^0 FLUSH frames" || return 1
+		echo "sroce1's (10.77.0.2):"
+		python3 "$here/roce-icrc.py" --flush-forms "$CAP/flush.pcap" 10.77.0.2 |
+			tee "$CAP/forms"
+		[ "$rx" = 0 ] && [ "$tx" -gt 0 ] &&
+		grep -Eq "^[1-9][0-9]* FLUSH frames: [0-9]+ sealed as IBTA says, $tx as rdma_rxe does, 0 neither$" "$CAP/forms"
+	fi
+}
+
+tap_plan 20
 sroce_rxe_pair || tap_bail "set-up: rxe0 in init_net, sroce1 in nsB"
 aw="ATOMIC WRITE (caps, data, 32 in flight, access error)"
-rxe_ibta15 || aw="rdma_rxe before 6.2 has no ATOMIC WRITE: rxe0 offers none, sroce1 does"
+fl="rdma-core 65: FLUSH (range after a WRITE, whole MR, without access, no persistent MR) and ATOMIC WRITE"
+if ! rxe_ibta15; then
+	aw="rdma_rxe before 6.2 has no ATOMIC WRITE: rxe0 offers none, sroce1 does"
+	fl="rdma_rxe before 6.2 has no FLUSH: rxe0 offers none"
+fi
 for server in rxe sroce; do
 	tap_check "$server serves: sroce_integrity, sroce's MRs on demand (--odp)" \
 		integrity_odp "$server" sroce
 	TAP_VERBOSE=1 tap_check "$server serves: $aw" awrite "$server"
+	TAP_VERBOSE=1 tap_check "$server serves: $fl" awrite_next "$server"
 done
 
 # Jumbo frames: path MTU 4096 both ways.
