@@ -18,7 +18,12 @@
  * of the expected one), instead of NAKing it: when the missing request
  * arrives, the held ones that follow it execute in order; when the time
  * runs out first, the gap is a loss: one sequence NAK, and the held
- * requests are dropped (the resend brings them again). Every access is checked
+ * requests are dropped (the resend brings them again). A UC responder,
+ * for which a gap loses the message under way (nothing is resent), holds
+ * the same way; when the time runs out the gap is a loss, and the held
+ * requests go on from there. A UC request just behind the expected PSN
+ * came too late (its gap was given up on): dropped, not taken for a new
+ * start. Every access is checked
  * against the MR's key, PD, access rights and bounds before a byte moves;
  * a failed check is answered with a NAK and moves the QP to error. From
  * the request that failed on, the responder takes nothing more
@@ -66,7 +71,7 @@ MODULE_PARM_DESC(credits,
 static unsigned int sroce_reorder_us = 500;
 module_param_named(reorder_us, sroce_reorder_us, uint, 0644);
 MODULE_PARM_DESC(reorder_us,
-		 "How long an RC responder holds requests that arrived past a missing one before it NAKs the gap (microseconds; 0: NAK at once; default 500)");
+		 "How long an RC or UC responder holds requests that arrived past a missing one before it takes the gap for a loss (microseconds; 0: at once; default 500)");
 
 /* What handling a request leaves to do once resp_lock is dropped. */
 #define SROCE_RESP_KICK		BIT(0)	/* run the transmit task */
@@ -1039,7 +1044,38 @@ static u32 sroce_resp_execute(struct sroce_qp *qp, struct sk_buff *skb,
 }
 
 /*
- * Hold RC request @pkt, beyond the expected PSN, until the gap before it
+ * UC: no ACKs; a gap loses the message under way, not the next one. Take
+ * @pkt as the next request, whatever its PSN.
+ */
+static u32 sroce_resp_uc_take(struct sroce_qp *qp, struct sk_buff *skb,
+			      const struct sroce_pkt *pkt)
+{
+	struct sroce_resp *resp = &qp->resp;
+
+	if (pkt->psn != resp->psn) {
+		resp->msg = SROCE_RESP_IDLE;
+		resp->psn = pkt->psn;
+	}
+	if (resp->msg == SROCE_RESP_DROP) {
+		if (!(pkt->mask & SROCE_M_START)) {
+			sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, 1);
+			resp->psn = sroce_psn_add(pkt->psn, 1);
+			return 0;
+		}
+		resp->msg = SROCE_RESP_IDLE;
+	}
+	if (!sroce_resp_msg_in_order(resp->msg, pkt->mask)) {
+		sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, 1);
+		resp->msg = SROCE_RESP_DROP;
+		resp->psn = sroce_psn_add(pkt->psn, 1);
+		return 0;
+	}
+	resp->psn = sroce_psn_add(pkt->psn, 1);
+	return sroce_resp_execute(qp, skb, pkt) & ~SROCE_RESP_KICK;
+}
+
+/*
+ * Hold RC or UC request @pkt, beyond the expected PSN, until the gap before it
  * fills or reorder_us runs out (see top). False: NAK it as a loss now (no
  * holding, the gap already NAKed, too far ahead, too many held, no
  * memory).
@@ -1052,7 +1088,8 @@ static bool sroce_resp_hold(struct sroce_qp *qp, struct sk_buff *skb,
 	struct sroce_resp_held_pkt *e, *pos;
 	s32 d;
 
-	if (!us || qp->ibqp.qp_type != IB_QPT_RC || resp->nak_sent ||
+	if (!us || (qp->ibqp.qp_type != IB_QPT_RC &&
+		    qp->ibqp.qp_type != IB_QPT_UC) || resp->nak_sent ||
 	    sroce_psn_diff(pkt->psn, resp->psn) > SROCE_RESP_HELD_MAX)
 		return false;
 	/* In PSN order, from the back: arrivals mostly come in order. */
@@ -1110,7 +1147,10 @@ static u32 sroce_resp_take_held(struct sroce_qp *qp, u32 ret, bool stuck)
 		if (d < 0)
 			continue;
 		psn = resp->psn;
-		ret |= sroce_resp_execute(qp, e->skb, &e->pkt);
+		if (qp->ibqp.qp_type == IB_QPT_UC)
+			ret |= sroce_resp_uc_take(qp, e->skb, &e->pkt);
+		else
+			ret |= sroce_resp_execute(qp, e->skb, &e->pkt);
 		stuck = resp->psn == psn;
 	}
 	if (stuck || ret & SROCE_RESP_ERROR)
@@ -1119,6 +1159,49 @@ static u32 sroce_resp_take_held(struct sroce_qp *qp, u32 ret, bool stuck)
 		hrtimer_try_to_cancel(&resp->held_timer);
 	sroce_resp_odp_free(&done);
 	return ret;
+}
+
+/*
+ * The UC requests held past a gap waited reorder_us: the gap is a loss,
+ * and so is the message it broke. The first held goes on from there, then
+ * those in order behind it; a further gap gets reorder_us of its own.
+ * From the timer, under resp_lock.
+ */
+static void sroce_resp_uc_gap_timeout(struct sroce_qp *qp,
+				      enum ib_qp_state state)
+{
+	struct sroce_resp *resp = &qp->resp;
+	struct sroce_resp_held_pkt *e;
+	LIST_HEAD(done);
+	u32 ret = 0;
+
+	e = list_first_entry_or_null(&resp->held, struct sroce_resp_held_pkt,
+				     list);
+	if (!e || resp->msg == SROCE_RESP_FAILED ||
+	    (state != IB_QPS_RTR && state != IB_QPS_RTS &&
+	     state != IB_QPS_SQD && state != IB_QPS_SQE)) {
+		sroce_resp_held_purge(qp, &done);
+		spin_unlock_bh(&qp->resp_lock);
+		sroce_resp_odp_free(&done);
+		return;
+	}
+	sroce_qp_count(qp, SROCE_CNT_RX_REORDER_TIMEOUTS, 1);
+	list_move_tail(&e->list, &done);
+	resp->nheld--;
+	ret = sroce_resp_uc_take(qp, e->skb, &e->pkt);
+	if (resp->nheld)
+		ret = sroce_resp_take_held(qp, ret, false);
+	if (resp->nheld)
+		hrtimer_start(&resp->held_timer,
+			      ns_to_ktime((u64)READ_ONCE(sroce_reorder_us) *
+					  NSEC_PER_USEC),
+			      HRTIMER_MODE_REL_SOFT);
+	if (ret & SROCE_RESP_ERROR)
+		resp->msg = SROCE_RESP_FAILED;
+	spin_unlock_bh(&qp->resp_lock);
+	sroce_resp_odp_free(&done);
+	if (ret & SROCE_RESP_ERROR)
+		sroce_qp_error(qp, ret & SROCE_RESP_FATAL);
 }
 
 /* The requests held past a gap waited reorder_us: the gap is a loss. */
@@ -1135,6 +1218,10 @@ static enum hrtimer_restart sroce_resp_held_timer(struct hrtimer *t)
 	/* Armed again while this waited for the lock: a new gap's time. */
 	if (hrtimer_is_queued(t)) {
 		spin_unlock_bh(&qp->resp_lock);
+		return HRTIMER_NORESTART;
+	}
+	if (qp->ibqp.qp_type == IB_QPT_UC) {
+		sroce_resp_uc_gap_timeout(qp, state);
 		return HRTIMER_NORESTART;
 	}
 	e = list_first_entry_or_null(&resp->held, struct sroce_resp_held_pkt,
@@ -1183,32 +1270,24 @@ static u32 sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb,
 	return sroce_resp_take_held(qp, ret, resp->psn == pkt->psn);
 }
 
-/* UC: no ACKs; a gap loses the message under way, not the next one. */
 static u32 sroce_resp_uc(struct sroce_qp *qp, struct sk_buff *skb,
 			 const struct sroce_pkt *pkt)
 {
 	struct sroce_resp *resp = &qp->resp;
+	s32 d = sroce_psn_diff(pkt->psn, resp->psn);
+	u32 ret;
 
-	if (pkt->psn != resp->psn) {
-		resp->msg = SROCE_RESP_IDLE;
-		resp->psn = pkt->psn;
-	}
-	if (resp->msg == SROCE_RESP_DROP) {
-		if (!(pkt->mask & SROCE_M_START)) {
-			sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, 1);
-			resp->psn = sroce_psn_add(pkt->psn, 1);
-			return 0;
-		}
-		resp->msg = SROCE_RESP_IDLE;
-	}
-	if (!sroce_resp_msg_in_order(resp->msg, pkt->mask)) {
+	if (d > 0 && sroce_resp_hold(qp, skb, pkt))
+		return 0;
+	/* Too late: its gap was given up on (UC resends nothing). */
+	if (d < 0 && d >= -SROCE_RESP_HELD_MAX && READ_ONCE(sroce_reorder_us)) {
 		sroce_qp_count(qp, SROCE_CNT_RX_DROP_SEQ, 1);
-		resp->msg = SROCE_RESP_DROP;
-		resp->psn = sroce_psn_add(pkt->psn, 1);
 		return 0;
 	}
-	resp->psn = sroce_psn_add(pkt->psn, 1);
-	return sroce_resp_execute(qp, skb, pkt) & ~SROCE_RESP_KICK;
+	ret = sroce_resp_uc_take(qp, skb, pkt);
+	if (!resp->nheld)
+		return ret;
+	return sroce_resp_take_held(qp, ret, false);
 }
 
 /*

@@ -11,6 +11,9 @@
 #    sequence NAKs and resends: the scenario reorders;
 #  - with the default (500 us) sroce1 holds requests, sends fewer of
 #    those NAKs and sroce0 resends at most half as much;
+# a UC stream through the same netem (a gap there loses the message under
+# way, nothing is resent): with reorder_us=0 messages break, with the
+# default at most a quarter as many, requests held;
 # and through netem that loses 3 % and does not reorder, the gaps are
 # losses: held requests wait out reorder_us, the gap is NAKed
 # (rx_reorder_timeouts) or NAKed at once when the hold is full, the data
@@ -70,7 +73,24 @@ run() {
 	echo "reorder_us $1: $NAKS sequence NAKs, $HELD held, $TMO timeouts, $RESENT resent"
 }
 
-tap_plan 10
+# uc_stream US: 200 64 KiB UC WRITEs from sroce0 to sroce1 with
+# reorder_us=US; sets UC_DROP (sroce1's rx_drop_out_of_sequence: the
+# packets of broken messages) and UC_HELD to the deltas.
+uc_stream() {
+	local d0 h0
+	echo "$1" >"$PARAM" || return 1
+	d0=$(sroce_counter sroce1 rx_drop_out_of_sequence)
+	h0=$(sroce_counter sroce1 rx_reorder_held)
+	sroce_pair nsB nsA 18515 \
+		ib_write_bw -d sroce1 -x "$SROCE_GID_B" -F -c UC -s 65536 -n 200 -- \
+		ib_write_bw -d sroce0 -x "$SROCE_GID_A" -F -c UC -s 65536 -n 200 10.77.0.2 ||
+		return 1
+	UC_DROP=$(($(sroce_counter sroce1 rx_drop_out_of_sequence) - d0))
+	UC_HELD=$(($(sroce_counter sroce1 rx_reorder_held) - h0))
+	echo "reorder_us $1, UC: $UC_DROP dropped out of sequence, $UC_HELD held"
+}
+
+tap_plan 14
 sroce_two_devices 1500 || tap_bail "set-up: sroce0 in nsA, sroce1 in nsB"
 tap_eq "reorder_us defaults to 500" "$(cat "$PARAM")" 500
 default=$(cat "$PARAM")
@@ -100,6 +120,14 @@ tap_diag "reorder_us=$hold: $NAKS sequence NAKs, $HELD held, $TMO timeouts, $RES
 tap_check "... requests held (>= 10), fewer sequence NAKs than $naks0" \
 	test "$HELD" -ge 10 -a "$NAKS" -lt "$naks0"
 tap_check "... resends <= 1/2 of $resent0" test $((RESENT * 2)) -le "$resent0"
+
+TAP_VERBOSE=1 tap_check "UC, reorder_us=0: a stream through the same netem" uc_stream 0
+uc_drop0=$UC_DROP
+tap_check "... the reordering broke UC messages (>= 20 packets dropped out of sequence, none held)" \
+	test "$uc_drop0" -ge 20 -a "$UC_HELD" = 0
+TAP_VERBOSE=1 tap_check "UC, reorder_us=$hold: the same stream" uc_stream "$hold"
+tap_check "... requests held (>= 10), at most 1/4 of $uc_drop0 dropped" \
+	test "$UC_HELD" -ge 10 -a $((UC_DROP * 4)) -le "$uc_drop0"
 
 tc -n nsA qdisc replace dev vethA root netem delay 100us loss 3% ||
 	tap_bail "netem loss on vethA"
