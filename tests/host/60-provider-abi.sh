@@ -25,6 +25,8 @@ set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 export SROCE_CACHE=${SROCE_CACHE:-$repo/build/cache}
 triplet=x86_64-linux-gnu
+# Builds of its own (not build/provider-rdma-core-N, which the matrix's
+# background builds make at the same time in CI).
 work=$repo/build/provider-abi-test
 rm -rf "$work"
 mkdir -p "$work"
@@ -71,11 +73,11 @@ done
 for rel in "${rels[@]}"; do
 	if [[ -z ${root[$rel]} ]]; then
 		runner[$rel]=""
-		bdir[$rel]=$repo/build/provider-rdma-core-44
+		bdir[$rel]=$work/rdma-core-44
 	else
 		lib=${root[$rel]}/usr/lib/$triplet
 		runner[$rel]="$lib/ld-linux-x86-64.so.2 --library-path $lib"
-		bdir[$rel]=$repo/build/provider-rdma-core-${rel%%.*}
+		bdir[$rel]=$work/rdma-core-${rel%%.*}
 	fi
 done
 echo "1..22"	# 3 x 2 builds, 3 x 3 loads, 2 in-process, 2 fake releases, 3 headers

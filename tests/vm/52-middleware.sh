@@ -156,10 +156,22 @@ fi_pp() {
 
 # qperf_rc TEST...: qperf's server in nsB, the client over rdma_cm; the
 # client's last test, quit, ends the server.
+# qperf 0.4.11's server sends a test's rdma_cm port to the client before
+# it calls rdma_listen (cm_open_server): a client that connects first gets
+# ib_cm's REJ for a service nobody listens on ("unexpected event from RDMA
+# CM: Event rejected"), and the server waits for a connection forever.
+# Seen once on 6.1 (both sides busy in the guest). Only that failure runs
+# the pair once more; it must pass then.
 qperf_rc() {
-	sroce_pair nsB nsA 19765 \
-		qperf -lp 19765 -- \
-		qperf -lp 19765 -cm1 -t 2 10.77.0.2 "$@" quit || return 1
+	local try
+	for try in 1 2; do
+		sroce_pair nsB nsA 19765 \
+			qperf -lp 19765 -- \
+			qperf -lp 19765 -cm1 -t 2 10.77.0.2 "$@" quit && break
+		grep -aq 'unexpected event from RDMA CM: Event rejected' \
+			"$SROCE_PAIR_DIR/client" && [ "$try" = 1 ] || return 1
+		echo "# qperf's client was rejected (its server's port before its listen): once more"
+	done
 	cat "$SROCE_PAIR_DIR/client"
 	! grep -aqiE 'fail|error' "$SROCE_PAIR_DIR/client"
 }
