@@ -296,4 +296,18 @@ static inline int sroce_counter_unbind_qp_1(struct ib_qp *ibqp)
 					 ((write) ? ODP_WRITE_ALLOWED_BIT : 0))
 #endif
 
+/*
+ * A KUnit parameter generator (a test of the module's, built when
+ * CONFIG_KUNIT is set) is passed the test it generates for since 7.x;
+ * before, only the previous value and the description to fill.
+ */
+struct kunit;
+#ifdef SROCE_HAVE_KUNIT_GEN_TEST
+#define SROCE_KUNIT_GEN(name) \
+	const void *name(struct kunit *test, const void *prev, char *desc)
+#else
+#define SROCE_KUNIT_GEN(name) \
+	const void *name(const void *prev, char *desc)
+#endif
+
 #endif /* SROCE_COMPAT_H */

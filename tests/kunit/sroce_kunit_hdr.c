@@ -7,6 +7,7 @@
 #include <kunit/test.h>
 #include <linux/unaligned.h>
 
+#include "../../kernel/sroce_compat.h"
 #include "../../kernel/sroce_pkt.h"
 
 #define QPT_UD_MASK	(BIT(IB_QPT_UD) | BIT(IB_QPT_GSI))
@@ -15,7 +16,7 @@
 #define BUF_BYTES	(SROCE_MAX_HDR_BYTES + 64)
 
 /* Every opcode the table knows, as a parameter. */
-static const void *sroce_kunit_op_gen(const void *prev, char *desc)
+static SROCE_KUNIT_GEN(sroce_kunit_op_gen)
 {
 	const struct sroce_opcode_info *info = prev;
 
