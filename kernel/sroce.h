@@ -115,6 +115,7 @@ enum sroce_counter {
 	SROCE_CNT_RX_REORDER_TIMEOUTS,	/* gaps that stayed: a sequence NAK */
 	SROCE_CNT_RX_RXE_FLUSH_ICRC,	/* FLUSHes sealed as rdma_rxe seals them */
 	SROCE_CNT_TX_RXE_FLUSH_ICRC,	/* ... and sent so (sroce_net.c) */
+	SROCE_CNT_DEV_WINDOW_WAITS,	/* requester passes the device held */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -193,6 +194,8 @@ struct sroce_dev {
 	atomic64_t qp_serial;		/* sroce_qp.serial of the last QP */
 	atomic_t odp_mrs;		/* ODP and dma-buf MRs (can miss) */
 	atomic_t nxrcd;			/* XRC domains (sroce_pd.c) */
+	/* RC PSNs unacknowledged, as its QPs last counted (sroce_req.c) */
+	atomic_t tx_inflight;
 	spinlock_t mw_lock;		/* window state (sroce_mw.c) */
 
 	/* Multicast groups and their QPs (see sroce_mcast.c). */
@@ -674,6 +677,8 @@ struct sroce_qp {
 	struct sroce_task req_task;
 	struct sroce_task resp_task;
 	struct sroce_req req;
+	/* Its share of sdev->tx_inflight (sroce_req_count_inflight()). */
+	atomic_t tx_counted;
 	struct sroce_comp comp;
 	struct sroce_resp resp;
 	struct timer_list retrans_timer;
@@ -990,6 +995,7 @@ void sroce_req_init(struct sroce_qp *qp);
 void sroce_req_start(struct sroce_qp *qp);
 bool sroce_req_pass(struct sroce_task *task);
 bool sroce_req_drained(struct sroce_qp *qp);
+void sroce_req_uncount(struct sroce_qp *qp);
 
 /* sroce_comp.c */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,

@@ -349,6 +349,7 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_RX_REORDER_TIMEOUTS] = { .name = "rx_reorder_timeouts" },
 	[SROCE_CNT_RX_RXE_FLUSH_ICRC] = { .name = "rx_flush_rxe_icrc" },
 	[SROCE_CNT_TX_RXE_FLUSH_ICRC] = { .name = "tx_flush_rxe_icrc" },
+	[SROCE_CNT_DEV_WINDOW_WAITS] = { .name = "dev_window_waits" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);
@@ -421,6 +422,7 @@ static int sroce_get_hw_stats(struct ib_device *ibdev,
 			   BIT_ULL(SROCE_CNT_RX_REORDER_TIMEOUTS) | \
 			   BIT_ULL(SROCE_CNT_ODP_RNR_NAK_SENT) | \
 			   BIT_ULL(SROCE_CNT_ODP_REQ_WAITS) | \
+			   BIT_ULL(SROCE_CNT_DEV_WINDOW_WAITS) | \
 			   BIT_ULL(SROCE_CNT_ODP_RX_DROPS) | \
 			   BIT_ULL(SROCE_CNT_ODP_RX_DEFERRED))
 
@@ -596,9 +598,22 @@ static ssize_t netdev_show(struct device *device,
 }
 static DEVICE_ATTR_RO(netdev);
 
+/* RC PSNs in flight as the device's window sees them (sroce_req.c). */
+static ssize_t tx_inflight_show(struct device *device,
+				struct device_attribute *attr, char *buf)
+{
+	struct sroce_dev *sdev = rdma_device_to_drv_device(device,
+							   struct sroce_dev,
+							   ibdev);
+
+	return sysfs_emit(buf, "%d\n", atomic_read(&sdev->tx_inflight));
+}
+static DEVICE_ATTR_RO(tx_inflight);
+
 static struct attribute *sroce_dev_attrs[] = {
 	&dev_attr_sroce_abi_version.attr,
 	&dev_attr_netdev.attr,
+	&dev_attr_tx_inflight.attr,
 	NULL,
 };
 

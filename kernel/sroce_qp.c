@@ -463,6 +463,8 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	unsigned long flags;
 	int n;
 
+	/* In the error state (set before): nothing of it is in flight. */
+	sroce_req_uncount(qp);
 	/*
 	 * Publish ERROR before reading prod (the provider publishes prod
 	 * before reading flags): a WQE posted concurrently is either seen
@@ -537,6 +539,7 @@ static void sroce_qp_reset_rings(struct sroce_qp *qp)
 	hrtimer_cancel(&qp->rnr_timer);
 	sroce_task_sync(&qp->req_task);
 	sroce_task_sync(&qp->resp_task);
+	sroce_req_uncount(qp);
 	/* After the passes: one may have armed the pacer's timer. */
 	sroce_cc_qp_stop(qp);
 	sroce_resp_reset(qp);
@@ -1005,6 +1008,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	/* No engine runs again, no packet holds it, then no timer either. */
 	sroce_task_stop(&qp->req_task);
 	sroce_task_stop(&qp->resp_task);
+	sroce_req_uncount(qp);
 	sroce_qp_unpublish(sdev, qp);
 	timer_delete_sync(&qp->retrans_timer);
 	hrtimer_cancel(&qp->rnr_timer);

@@ -28,6 +28,7 @@
 #include "sroce_trace.h"
 
 #define SROCE_REQ_WINDOW	128	/* unacknowledged PSNs in flight */
+#define SROCE_REQ_WINDOW_MIN	16	/* ... whatever the device's window */
 #define SROCE_REQ_ACK_EVERY	32	/* packets between AckReqs */
 #define SROCE_REQ_BUDGET	64	/* packets per pass */
 #define SROCE_REQ_FETCH_MAX	64	/* WQEs checked per fetch */
@@ -628,6 +629,96 @@ static bool sroce_req_window_full(const struct sroce_qp *qp, u32 una)
 	return qp->req.noack == 0 || inflight >= SROCE_REQ_WINDOW;
 }
 
+/*
+ * The device's window: its RC requesters together may have dev_window
+ * PSNs unacknowledged, each QP SROCE_REQ_WINDOW_MIN at least whatever
+ * the others have. A QP's own window lets 16 streaming QPs put 2048
+ * packets in flight at once; a receiver that drains them in one softirq
+ * thread (6.1 leaves softirqs to ksoftirqd once it runs) answered the
+ * last of them after the retransmission timeout (31's ib_write_bw -q 16
+ * took 14 timeouts there). A NIC's send queue bounds the same thing.
+ */
+static unsigned int sroce_dev_window = 512;
+module_param_named(dev_window, sroce_dev_window, uint, 0644);
+MODULE_PARM_DESC(dev_window,
+		 "RC PSNs a device's QPs may have unacknowledged in all (16 a QP at least; 0: no bound; default: 512)");
+
+/*
+ * Would the device's window be full with @own of this QP's PSNs in
+ * flight? The other QPs' share is what their passes last counted
+ * (sroce_req_recount()): a pass old at most.
+ */
+static bool sroce_req_dev_full(const struct sroce_qp *qp, s32 own)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	u32 max = min_t(u32, READ_ONCE(sroce_dev_window), 1U << 24);
+	s32 others;
+
+	if (!max || own < SROCE_REQ_WINDOW_MIN)
+		return false;
+	others = atomic_read(&sdev->tx_inflight) -
+		 atomic_read(&qp->tx_counted);
+	return others + own >= (s32)max;
+}
+
+/*
+ * Is the device's window full? As for the QP's own window, the packet
+ * that filled it asked for an ACK (ack_now in sroce_req_step()), and
+ * that ACK runs this QP again; when the others filled it after a packet
+ * that did not ask, one more goes, and asks.
+ */
+static bool sroce_req_dev_window_full(struct sroce_qp *qp, u32 una)
+{
+	if (!sroce_req_dev_full(qp, sroce_psn_diff(qp->req.psn, una)) ||
+	    qp->req.noack)
+		return false;
+	sroce_qp_count(qp, SROCE_CNT_DEV_WINDOW_WAITS, 1);
+	return true;
+}
+
+/* Move the device's count by what this QP has in flight now: @n. */
+static void sroce_req_count_inflight(struct sroce_qp *qp, s32 n)
+{
+	s32 old = atomic_xchg(&qp->tx_counted, n);
+
+	if (n != old)
+		atomic_add(n - old, &to_sdev(qp->ibqp.device)->tx_inflight);
+}
+
+static bool sroce_req_counts(enum ib_qp_state state)
+{
+	return state == IB_QPS_RTS || state == IB_QPS_SQD;
+}
+
+/*
+ * At the end of each pass: this QP's PSNs in flight, none out of RTS and
+ * SQD. The error path takes the QP's share away after it has set the
+ * state (sroce_req_uncount()); a pass that counted before it saw the
+ * state may store its count after that: it looks at the state once more
+ * (both sides' atomic_xchg are full barriers: one sees the other).
+ */
+static void sroce_req_recount(struct sroce_qp *qp)
+{
+	s32 n = 0;
+
+	if (!sroce_qp_reliable_req(qp))
+		return;
+	if (sroce_req_counts(sroce_qp_state(qp)))
+		n = max(sroce_psn_diff(qp->req.psn, READ_ONCE(qp->comp.una)), 0);
+	sroce_req_count_inflight(qp, n);
+	if (n && !sroce_req_counts(sroce_qp_state(qp)))
+		sroce_req_count_inflight(qp, 0);
+}
+
+/**
+ * sroce_req_uncount - take the QP's PSNs out of its device's window
+ * @qp: a QP moved to the error state, or reset, or destroyed
+ */
+void sroce_req_uncount(struct sroce_qp *qp)
+{
+	sroce_req_count_inflight(qp, 0);
+}
+
 /* Packets between AckReqs: a quarter of the window keeps it open. */
 static u32 sroce_req_ack_every(const struct sroce_qp *qp)
 {
@@ -867,7 +958,8 @@ static bool sroce_req_may_send(struct sroce_qp *qp,
 		return true;
 	if (qp->req.probing && qp->req.psn != qp->req.probe_psn)
 		return false;
-	if (sroce_req_window_full(qp, una))
+	if (sroce_req_window_full(qp, una) ||
+	    sroce_req_dev_window_full(qp, una))
 		return false;
 	if (!fresh)
 		return true;
@@ -965,7 +1057,8 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		ack_now = *budget <= 1 || req->probing ||
 			  (last && !sroce_req_followed(qp, una)) ||
 			  sroce_psn_diff(sroce_psn_add(req->psn, 1), una) >=
-			  sroce_req_window(qp);
+			  sroce_req_window(qp) ||
+			  sroce_req_dev_full(qp, sroce_psn_diff(req->psn, una) + 1);
 		sroce_req_fill(qp, wqe, m, &pkt, req->offset, paylen, ack_now);
 		sroce_req_paced(qp, &pkt, paylen);
 		if (sroce_psn_diff(req->psn, req->resend_until) < 0)
@@ -1260,6 +1353,7 @@ bool sroce_req_pass(struct sroce_task *task)
 	/* Going idle refills direct_left: through *left, the pass ends then. */
 	more = *left > 0 && sroce_req_burst_pass(qp, &burst, left);
 	sroce_net_flush(&burst);
+	sroce_req_recount(qp);
 	if (!direct || *left > 0)
 		return more;
 	/* Spent, with work left or not: a worker looks next. */
