@@ -116,6 +116,8 @@ enum sroce_counter {
 	SROCE_CNT_RX_RXE_FLUSH_ICRC,	/* FLUSHes sealed as rdma_rxe seals them */
 	SROCE_CNT_TX_RXE_FLUSH_ICRC,	/* ... and sent so (sroce_net.c) */
 	SROCE_CNT_DEV_WINDOW_WAITS,	/* requester passes the device held */
+	SROCE_CNT_RX_STEERED,		/* packets received on another CPU */
+	SROCE_CNT_RX_STEER_DROPS,	/* ... dropped with its queue full */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -156,6 +158,21 @@ struct sroce_cc_params {
 	u32 rp_window_us;		/* sroce's: in-flight bound, 0: none */
 };
 
+/*
+ * Bursts received on a CPU beside the one whose softirq took them
+ * (sroce_net.c, "Receive steering"), a queue per group of destination
+ * QPs. The queue's lock guards busy.
+ */
+#define SROCE_RXQS	16
+
+struct sroce_rxq {
+	struct sroce_dev *sdev;
+	struct sk_buff_head queue;
+	struct work_struct work;
+	bool busy;		/* work queued or running: every packet queues */
+	int cpu;		/* ... taken for it (sroce_task_cpu_take()) */
+};
+
 struct sroce_dev {
 	struct ib_device ibdev;		/* must stay first: ib_alloc_device */
 
@@ -169,6 +186,7 @@ struct sroce_dev {
 	int ifindex;
 	bool roce_v1;			/* v1 GIDs and framing beside v2 */
 	struct sroce_netns *netns;	/* UDP sockets of ndev's namespace */
+	struct sroce_rxq rxq[SROCE_RXQS];
 
 	struct list_head list;		/* on sroce_dev_list, under its mutex */
 

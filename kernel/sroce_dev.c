@@ -350,6 +350,8 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_RX_RXE_FLUSH_ICRC] = { .name = "rx_flush_rxe_icrc" },
 	[SROCE_CNT_TX_RXE_FLUSH_ICRC] = { .name = "tx_flush_rxe_icrc" },
 	[SROCE_CNT_DEV_WINDOW_WAITS] = { .name = "dev_window_waits" },
+	[SROCE_CNT_RX_STEERED] = { .name = "rx_steered_packets" },
+	[SROCE_CNT_RX_STEER_DROPS] = { .name = "rx_steer_drops" },
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);

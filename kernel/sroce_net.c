@@ -7,8 +7,9 @@
  * responder or completer) and transmit (route, UDP/IP headers, ICRC; for
  * v1 the GRH and Ethernet header to the resolved MAC).
  *
- * Receive runs in the UDP socket's softirq; transmit in whatever context
- * the sending engine runs (both may run anywhere, neither sleeps).
+ * Receive runs in the UDP socket's softirq, or for a stream's bursts in
+ * a worker on another CPU ("Receive steering"); transmit in whatever
+ * context the sending engine runs (both may run anywhere, neither sleeps).
  *
  * Keeping the sockets in the netdev's own namespace is what lets sroce
  * work inside any namespace and sit beside rdma_rxe, which binds 4791 in
@@ -24,6 +25,10 @@
  *  - A namespace being dismantled has its devices unregistered by ib_core
  *    work that may still be running when our pernet exit is called, so
  *    the exit waits until the last device has let go of the sockets.
+ *  - A device's steering queues (struct sroce_rxq): each queue's lock
+ *    guards its busy flag and CPU; detach unpublishes the device, waits a
+ *    grace period, then stops their work before the device lets go of
+ *    its sockets.
  *  - Loopback deliveries waiting in a CPU's queue (struct sroce_lo_cpu)
  *    name their device by namespace and ifindex; detach waits until no
  *    queue holds one of a device that is gone (sroce_lo_flush()).
@@ -294,10 +299,159 @@ static void sroce_rcv_v1(struct sroce_dev *sdev, struct sk_buff *skb)
 	sroce_rcv_bth(sdev, skb, grh, plen, RDMA_NETWORK_ROCE_V1);
 }
 
+/*
+ * Receive steering. On a software path the sender's CPU also runs the
+ * receiving end: veth hands a burst to its peer in the sender's
+ * local_bh_enable(), and the whole receive side (ICRC check, responder,
+ * the copy into the MR, the ACK, the peer's completer) runs in that
+ * softirq, beside the requester that sends. A stream's burst (a GSO
+ * packet, which reaches sroce whole: sroce_udp_open() accepts GSO)
+ * therefore goes to a worker on a CPU beside this one where no sroce
+ * worker runs (a stream's application busy-polls there at most), and the
+ * two halves of the transfer run in parallel. The CPU counts as taken
+ * while the queue is busy, so a second stream's bursts stay where they
+ * arrive rather than pile onto it. One hand-off per busy spell of a queue,
+ * not per packet, which cost more than the second CPU gave.
+ *
+ * Order: a device has a queue per group of destination QPs. While one is
+ * busy (its work queued or running), every packet for its QPs joins it,
+ * single ones too, so a QP's packets are taken in the order they came.
+ * A packet for an idle queue that is no stream's burst is taken here, as
+ * before: a ping-pong's requests and ACKs keep the shortest path, and so
+ * do its messages of a few packets. A burst is a stream's if it came in
+ * the softirq of a CPU where a sroce worker runs (a stream's requester or
+ * responder sends from one; a ping-pong from its application's system
+ * call) and has at least SROCE_RXQ_MIN_BURST packets (a closed loop of
+ * 4 KiB READs is answered to a worker too, in bursts of four).
+ */
+static bool sroce_rx_steer = true;
+module_param_named(rx_steer, sroce_rx_steer, bool, 0644);
+MODULE_PARM_DESC(rx_steer,
+		 "Receive bursts on a CPU beside the one whose softirq took them (default on)");
+
+#define SROCE_RXQ_MIN_BURST	8	/* packets: a smaller burst stays */
+#define SROCE_RXQ_MAX		2048	/* packets queued per device */
+#define SROCE_RXQ_BUDGET	256	/* packets per run of the work */
+
+/* Take one RoCE v2 datagram, skb->data at its UDP header. */
+static void sroce_rcv_one(struct sroce_dev *sdev, struct sk_buff *skb)
+{
+	sroce_count(sdev, SROCE_CNT_RX_PACKETS, 1);
+	sroce_count(sdev, SROCE_CNT_RX_BYTES, skb->len);
+	sroce_rcv(sdev, skb);
+}
+
+/*
+ * The datagrams of a GSO packet, each at its UDP header, as the UDP
+ * layer splits them for a socket that does not take GSO
+ * (udp_queue_rcv_skb()); NULL if it could not (counted there).
+ */
+static struct sk_buff *sroce_rcv_segment(struct sock *sk, struct sk_buff *skb)
+{
+	struct sk_buff *segs, *seg;
+
+	__skb_push(skb, -skb_mac_offset(skb));
+	segs = udp_rcv_segment(sk, skb, sk->sk_family == AF_INET);
+	for (seg = segs; seg; seg = seg->next) {
+		__skb_pull(seg, skb_transport_offset(seg));
+		udp_post_segment_fix_csum(seg);
+	}
+	return segs;
+}
+
+static void sroce_rxq_work(struct work_struct *work)
+{
+	struct sroce_rxq *q = container_of(work, struct sroce_rxq, work);
+	struct sroce_dev *sdev = q->sdev;
+	unsigned int done = 0;
+	struct sk_buff_head batch;
+	struct sk_buff *skb;
+
+	__skb_queue_head_init(&batch);
+	for (;;) {
+		spin_lock_bh(&q->queue.lock);
+		skb_queue_splice_init(&q->queue, &batch);
+		if (skb_queue_empty(&batch)) {
+			q->busy = false;
+			sroce_task_cpu_give(q->cpu);
+			spin_unlock_bh(&q->queue.lock);
+			return;
+		}
+		spin_unlock_bh(&q->queue.lock);
+
+		local_bh_disable();
+		rcu_read_lock();
+		while ((skb = __skb_dequeue(&batch))) {
+			sroce_rcv_one(sdev, skb);
+			done++;
+		}
+		rcu_read_unlock();
+		local_bh_enable();
+		if (done >= SROCE_RXQ_BUDGET) {
+			/* Still busy: what comes meanwhile queues behind. */
+			sroce_task_work_again(work);
+			return;
+		}
+	}
+}
+
+/*
+ * Queue the datagrams @segs (a list, each at its UDP header, all for one
+ * QP) for their queue's worker if that queue is busy or may start now;
+ * false if they are to be taken here. @burst: they came as one GSO packet
+ * of a stream's size.
+ */
+static bool sroce_rxq_add(struct sroce_dev *sdev, struct sk_buff *segs,
+			  bool burst)
+{
+	unsigned int n = 0, dropped = 0;
+	struct sk_buff *skb, *next;
+	struct sroce_rxq *q;
+	u8 bth[8], *p;
+
+	/* A burst is one QP's; a packet too short goes to queue 0. */
+	p = skb_header_pointer(segs, sizeof(struct udphdr), sizeof(bth), bth);
+	q = &sdev->rxq[p ? p[7] % SROCE_RXQS : 0];
+
+	spin_lock(&q->queue.lock);
+	if (!q->busy) {
+		int cpu = -1;
+
+		/* A stream's: it came in a sroce worker's softirq. */
+		if (burst && READ_ONCE(sroce_rx_steer) &&
+		    sroce_task_cpu_busy())
+			cpu = sroce_task_cpu_take();
+		if (cpu < 0) {
+			spin_unlock(&q->queue.lock);
+			return false;
+		}
+		q->busy = true;
+		q->cpu = cpu;
+		sroce_task_work_on(cpu, &q->work);
+	}
+	skb_list_walk_safe(segs, skb, next) {
+		skb_mark_not_on_list(skb);
+		if (skb_queue_len(&q->queue) >= SROCE_RXQ_MAX) {
+			kfree_skb(skb);
+			dropped++;
+			continue;
+		}
+		__skb_queue_tail(&q->queue, skb);
+		n++;
+	}
+	spin_unlock(&q->queue.lock);
+	sroce_count(sdev, SROCE_CNT_RX_STEERED, n);
+	if (dropped)
+		sroce_count(sdev, SROCE_CNT_RX_STEER_DROPS, dropped);
+	return true;
+}
+
 static int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
 	struct sroce_netns *sn = rcu_dereference_sk_user_data(sk);
 	struct sroce_dev *sdev = NULL;
+	struct sk_buff *next;
+	bool burst;
 
 	if (sn && skb->dev)
 		sdev = xa_load(&sn->devs, skb->dev->ifindex);
@@ -306,10 +460,52 @@ static int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 		return 0;
 	}
 
-	sroce_count(sdev, SROCE_CNT_RX_PACKETS, 1);
-	sroce_count(sdev, SROCE_CNT_RX_BYTES, skb->len);
-	sroce_rcv(sdev, skb);
+	burst = skb_is_gso(skb) &&
+		skb_shinfo(skb)->gso_segs >= SROCE_RXQ_MIN_BURST;
+	if (skb_is_gso(skb)) {
+		skb = sroce_rcv_segment(sk, skb);
+		if (!skb)
+			return 0;
+	} else {
+		skb_mark_not_on_list(skb);
+	}
+	if (sroce_rxq_add(sdev, skb, burst))
+		return 0;
+	skb_list_walk_safe(skb, skb, next) {
+		skb_mark_not_on_list(skb);
+		sroce_rcv_one(sdev, skb);
+	}
 	return 0;
+}
+
+static void sroce_rxq_init(struct sroce_dev *sdev)
+{
+	int i;
+
+	for (i = 0; i < SROCE_RXQS; i++) {
+		struct sroce_rxq *q = &sdev->rxq[i];
+
+		skb_queue_head_init(&q->queue);
+		INIT_WORK(&q->work, sroce_rxq_work);
+		q->sdev = sdev;
+		q->busy = false;
+	}
+}
+
+/* No receiver queues for the device any more (an RCU grace period ago). */
+static void sroce_rxq_exit(struct sroce_dev *sdev)
+{
+	int i;
+
+	for (i = 0; i < SROCE_RXQS; i++) {
+		struct sroce_rxq *q = &sdev->rxq[i];
+
+		cancel_work_sync(&q->work);
+		skb_queue_purge(&q->queue);
+		if (q->busy)
+			sroce_task_cpu_give(q->cpu);
+		q->busy = false;
+	}
 }
 
 /* Transmit ----------------------------------------------------------- */
@@ -897,7 +1093,16 @@ void sroce_net_flush(struct sroce_tx_burst *b)
 		/* The whole burst's length; each packet gets its own back. */
 		udp_hdr(head)->len = htons(head->len -
 					   skb_transport_offset(head));
-		sh->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST;
+		/*
+		 * The tunnel bit lets the burst reach a receiving sroce whole:
+		 * the UDP layer splits GSO packets without it for every
+		 * encapsulation socket (udp_unexpected_gso()). With
+		 * skb->encapsulation clear, software GSO splits the burst as
+		 * the plain fraglist it is, and a socket that takes no GSO
+		 * (rdma_rxe's) gets it split as before.
+		 */
+		sh->gso_type = SKB_GSO_UDP_L4 | SKB_GSO_FRAGLIST |
+			       SKB_GSO_UDP_TUNNEL;
 		if (!b->ipv6)
 			sh->gso_type |= SKB_GSO_TCP_FIXEDID;
 		sh->gso_size = b->seg_len;
@@ -1114,6 +1319,8 @@ static struct socket *sroce_udp_open(struct net *net, struct sroce_netns *sn,
 	if (err)
 		return ERR_PTR(err);
 	sroce_setup_udp_tunnel_sock(net, sock, &tnl_cfg);
+	/* Bursts come whole: see "Receive steering". */
+	udp_allow_gso(sock->sk);
 	return sock;
 }
 
@@ -1180,6 +1387,7 @@ int sroce_net_attach(struct sroce_dev *sdev)
 		if (err)
 			goto out;
 	}
+	sroce_rxq_init(sdev);
 	err = xa_insert(&sn->devs, sdev->ifindex, sdev, GFP_KERNEL);
 	if (err) {
 		if (!sn->users)
@@ -1203,6 +1411,15 @@ void sroce_net_detach(struct sroce_dev *sdev)
 
 	mutex_lock(&sn->lock);
 	xa_erase(&sn->devs, sdev->ifindex);
+	mutex_unlock(&sn->lock);
+	/*
+	 * Receivers that found sdev have queued what they will; its queues'
+	 * work, which sends (ACKs), ends while sdev->netns is still set.
+	 */
+	synchronize_rcu();
+	sroce_rxq_exit(sdev);
+
+	mutex_lock(&sn->lock);
 	if (!--sn->users)
 		sroce_udp_close(sn);
 	sn->detaching++;

@@ -214,6 +214,51 @@ void sroce_task_schedule_linger(struct sroce_task *task)
 }
 
 /**
+ * sroce_task_cpu_take - a CPU beside the caller's for work of sroce's
+ *	that is not a task's, counted there as a running worker until
+ *	sroce_task_cpu_give(), so that no other such work or task pass is
+ *	sent there meanwhile
+ *
+ * Return: the CPU, or -1 if there is none (one CPU online, or sroce's
+ * workers run on each of the others).
+ */
+int sroce_task_cpu_take(void)
+{
+	int cpu = sroce_task_cpu_beside();
+
+	if (cpu >= 0)
+		atomic_inc(per_cpu_ptr(&sroce_task_runners, cpu));
+	return cpu;
+}
+
+void sroce_task_cpu_give(int cpu)
+{
+	atomic_dec(per_cpu_ptr(&sroce_task_runners, cpu));
+}
+
+/* Does a worker of sroce's run (or is one taken) on this CPU? */
+bool sroce_task_cpu_busy(void)
+{
+	return atomic_read(this_cpu_ptr(&sroce_task_runners)) > 0;
+}
+
+/* Queue @work on @cpu (from sroce_task_cpu_take()), high priority. */
+void sroce_task_work_on(int cpu, struct work_struct *work)
+{
+	queue_work_on(cpu, sroce_wq, work);
+}
+
+/**
+ * sroce_task_work_again - queue @work, which is running, once more where
+ *	it runs, so that other work of that CPU's pool goes first
+ * @work: the running work
+ */
+void sroce_task_work_again(struct work_struct *work)
+{
+	queue_work(sroce_wq, work);
+}
+
+/**
  * sroce_task_sync - wait until no pass of @task is running
  * @task: the task
  *

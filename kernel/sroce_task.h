@@ -41,6 +41,11 @@ void sroce_task_defer(struct sroce_task *task);
 void sroce_task_schedule(struct sroce_task *task);
 void sroce_task_schedule_linger(struct sroce_task *task);
 void sroce_task_sync(struct sroce_task *task);
+int sroce_task_cpu_take(void);
+void sroce_task_cpu_give(int cpu);
+bool sroce_task_cpu_busy(void);
+void sroce_task_work_on(int cpu, struct work_struct *work);
+void sroce_task_work_again(struct work_struct *work);
 void sroce_task_stop(struct sroce_task *task);
 
 int sroce_task_wq_init(void);

@@ -6,7 +6,8 @@
 # with immediate and READ from 0 B to 8 MiB, odd sizes and offsets,
 # multi-SGE, every byte and every completion checked; at path MTU 1024
 # and 4096, over IPv4 and IPv6, with packets sent in GSO bursts (and
-# without: tx_burst=1); then over a lossy link (netem loss 5%, reorder 25%,
+# without: tx_burst=1), received on a CPU beside the softirq's (and in
+# it: rx_steer=0); then over a lossy link (netem loss 5%, reorder 25%,
 # duplicate 2%, and again with corrupt 1%), where every byte must still
 # be right, nothing complete twice, and the retransmission and ICRC
 # counters must show the recovery; and resends must be counted exactly
@@ -63,10 +64,20 @@ no_bursts() {
 	done
 }
 
+no_steering() {
+	local d v
+	for d in sroce0 sroce1; do
+		v=$(sroce_counter $d rx_steered_packets)
+		echo "$d rx_steered_packets $v"
+		[ "$v" = 0 ] || return 1
+	done
+}
+
 zc_param=/sys/module/sroce/parameters/zero_copy_tx
+steer_param=/sys/module/sroce/parameters/rx_steer
 burst_param=/sys/module/sroce/parameters/tx_burst
 
-tap_plan 27
+tap_plan 31
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500"
 tap_check "all ops, 0 B..8 MiB, path MTU 1024" integrity
 # sroce0 sends SEND/WRITE data, sroce1 READ responses: both lend pages.
@@ -79,6 +90,17 @@ tap_check "packets went out in GSO bursts (both directions)" \
 	sroce_counters_nonzero sroce0 tx_bursts
 tap_check "... READ responses too" sroce_counters_nonzero sroce1 tx_bursts
 tap_check "... and every packet sent arrived" all_arrived
+# Bursts reach the receiving device whole and are taken on the other CPU.
+tap_check "bursts were received on a CPU beside (both directions)" \
+	sroce_counters_nonzero sroce1 rx_steered_packets
+tap_check "... READ responses too" \
+	sroce_counters_nonzero sroce0 rx_steered_packets
+sroce_reset
+sroce_two_devices 1500 || tap_bail "set-up at MTU 1500, received in the softirq"
+echo 0 >"$steer_param"
+tap_check "rx_steer=0: all ops, every byte right" integrity --quick
+echo 1 >"$steer_param"
+tap_check "... and nothing was steered" no_steering
 sroce_reset
 sroce_two_devices 1500 || tap_bail "set-up at MTU 1500, one packet at a time"
 echo 1 >"$burst_param"
