@@ -503,7 +503,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb,
 	if (error)
 		sroce_qp_error(qp, false);
 	else
-		sroce_task_run(&qp->req_task);
+		sroce_task_kick(&qp->req_task);
 }
 
 /* No progress for a whole timeout: go back, or give up. */

@@ -380,6 +380,7 @@ static void sroce_rxq_work(struct work_struct *work)
 		spin_unlock_bh(&q->queue.lock);
 
 		local_bh_disable();
+		sroce_task_rx_enter();
 		rcu_read_lock();
 		while ((skb = __skb_dequeue(&batch))) {
 			sroce_rcv_one(sdev, skb);
@@ -387,6 +388,7 @@ static void sroce_rxq_work(struct work_struct *work)
 		}
 		rcu_read_unlock();
 		local_bh_enable();
+		sroce_task_rx_exit();
 		if (done >= SROCE_RXQ_BUDGET) {
 			/* Still busy: what comes meanwhile queues behind. */
 			sroce_task_work_again(work);
