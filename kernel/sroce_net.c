@@ -366,13 +366,14 @@ static void sroce_rxq_work(struct work_struct *work)
 	unsigned int done = 0;
 	struct sk_buff_head batch;
 	struct sk_buff *skb;
+	atomic_t *in_rx;
 
 	__skb_queue_head_init(&batch);
 	for (;;) {
 		spin_lock_bh(&q->queue.lock);
 		skb_queue_splice_init(&q->queue, &batch);
 		if (skb_queue_empty(&batch)) {
-			q->busy = false;
+			WRITE_ONCE(q->busy, false);
 			sroce_task_cpu_give(q->cpu);
 			spin_unlock_bh(&q->queue.lock);
 			return;
@@ -380,7 +381,7 @@ static void sroce_rxq_work(struct work_struct *work)
 		spin_unlock_bh(&q->queue.lock);
 
 		local_bh_disable();
-		sroce_task_rx_enter();
+		in_rx = sroce_task_rx_enter();
 		rcu_read_lock();
 		while ((skb = __skb_dequeue(&batch))) {
 			sroce_rcv_one(sdev, skb);
@@ -388,7 +389,7 @@ static void sroce_rxq_work(struct work_struct *work)
 		}
 		rcu_read_unlock();
 		local_bh_enable();
-		sroce_task_rx_exit();
+		sroce_task_rx_exit(in_rx);
 		if (done >= SROCE_RXQ_BUDGET) {
 			/* Still busy: what comes meanwhile queues behind. */
 			sroce_task_work_again(work);
@@ -415,6 +416,13 @@ static bool sroce_rxq_add(struct sroce_dev *sdev, struct sk_buff *segs,
 	p = skb_header_pointer(segs, sizeof(struct udphdr), sizeof(bth), bth);
 	q = &sdev->rxq[p ? p[7] % SROCE_RXQS : 0];
 
+	/*
+	 * A ping-pong's packet for an idle queue takes no lock. Its QP's
+	 * earlier packets came before it on this flow's receiving CPU, so
+	 * a busy flag it does not see yet is another flow's.
+	 */
+	if (!burst && !READ_ONCE(q->busy))
+		return false;
 	spin_lock(&q->queue.lock);
 	if (!q->busy) {
 		int cpu = -1;
@@ -427,7 +435,7 @@ static bool sroce_rxq_add(struct sroce_dev *sdev, struct sk_buff *segs,
 			spin_unlock(&q->queue.lock);
 			return false;
 		}
-		q->busy = true;
+		WRITE_ONCE(q->busy, true);
 		q->cpu = cpu;
 		sroce_task_work_on(cpu, &q->work);
 	}

@@ -240,16 +240,23 @@ void sroce_task_cpu_give(int cpu)
  * Steered receives running on this CPU (sroce_net.c's queue workers, from
  * before their batch to after the softirqs it raised).
  */
-static DEFINE_PER_CPU(int, sroce_task_in_rx);
+static DEFINE_PER_CPU(atomic_t, sroce_task_in_rx);
 
-void sroce_task_rx_enter(void)
+/*
+ * Return: this CPU's count, for sroce_task_rx_exit() (which may run on
+ * another CPU if this one goes offline meanwhile).
+ */
+atomic_t *sroce_task_rx_enter(void)
 {
-	this_cpu_inc(sroce_task_in_rx);
+	atomic_t *in_rx = this_cpu_ptr(&sroce_task_in_rx);
+
+	atomic_inc(in_rx);
+	return in_rx;
 }
 
-void sroce_task_rx_exit(void)
+void sroce_task_rx_exit(atomic_t *in_rx)
 {
-	this_cpu_dec(sroce_task_in_rx);
+	atomic_dec(in_rx);
 }
 
 /**
@@ -265,7 +272,7 @@ void sroce_task_rx_exit(void)
  */
 void sroce_task_kick(struct sroce_task *task)
 {
-	if (this_cpu_read(sroce_task_in_rx))
+	if (atomic_read(this_cpu_ptr(&sroce_task_in_rx)))
 		sroce_task_schedule_linger(task);
 	else
 		sroce_task_run(task);
