@@ -391,8 +391,11 @@ static void sroce_rxq_work(struct work_struct *work)
 		local_bh_enable();
 		sroce_task_rx_exit(in_rx);
 		if (done >= SROCE_RXQ_BUDGET) {
-			/* Still busy: what comes meanwhile queues behind. */
-			sroce_task_work_again(work);
+			/*
+			 * Still busy: what comes meanwhile queues behind. Queued
+			 * again here, other work of this CPU's pool goes first.
+			 */
+			sroce_task_work_on(raw_smp_processor_id(), work);
 			return;
 		}
 	}

@@ -291,16 +291,6 @@ void sroce_task_work_on(int cpu, struct work_struct *work)
 }
 
 /**
- * sroce_task_work_again - queue @work, which is running, once more where
- *	it runs, so that other work of that CPU's pool goes first
- * @work: the running work
- */
-void sroce_task_work_again(struct work_struct *work)
-{
-	queue_work(sroce_wq, work);
-}
-
-/**
  * sroce_task_sync - wait until no pass of @task is running
  * @task: the task
  *

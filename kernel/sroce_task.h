@@ -48,7 +48,6 @@ atomic_t *sroce_task_rx_enter(void);
 void sroce_task_rx_exit(atomic_t *in_rx);
 void sroce_task_kick(struct sroce_task *task);
 void sroce_task_work_on(int cpu, struct work_struct *work);
-void sroce_task_work_again(struct work_struct *work);
 void sroce_task_stop(struct sroce_task *task);
 
 int sroce_task_wq_init(void);
