@@ -426,6 +426,59 @@ def cong_table(raw_dir):
     return '\n'.join(out) + '\n'
 
 
+PASSIVE_LINE = re.compile(r'passive: test=(\S+) round=(\d+) side=([ab]) busy=([\d.]+)'
+                          r'(?: mibs=([\d.]+))?')
+PASSIVE_NAMES = {'ib_write_bw': 'sroce ib_write_bw 64 KiB', 'ib_read_bw': 'sroce ib_read_bw 64 KiB',
+                 'iperf3': 'TCP iperf3, 1 stream'}
+
+
+def passive_table(path):
+    """tools/bench/passive.sh's lines (two guests, one vCPU each) -> CPU s/GB
+    of the active end (A) and of the passive end (B), median over the rounds."""
+    try:
+        with open(path, encoding='utf-8', errors='replace') as f:
+            text = f.read()
+    except OSError:
+        return ''
+    runs = {}
+    for m in PASSIVE_LINE.finditer(text):
+        run = runs.setdefault((m.group(1), int(m.group(2))), {})
+        run[m.group(3)] = float(m.group(4))
+        if m.group(5):
+            run['mibs'] = float(m.group(5))
+    per = {}
+    for (test, _), run in runs.items():
+        if 'a' not in run or 'b' not in run or not run.get('mibs'):
+            continue
+        for k, v in (('MiB/s', run['mibs']), ('active', cpu_s_per_gb(run['a'], 1, run['mibs'])),
+                     ('passive', cpu_s_per_gb(run['b'], 1, run['mibs']))):
+            per.setdefault((test, k), []).append(v)
+    if not per:
+        return ''
+    tcp = summary(per.get(('iperf3', 'passive'), []))
+    body = []
+    for test in PASSIVE_NAMES:
+        cells = {k: summary(per.get((test, k), [])) for k in ('MiB/s', 'active', 'passive')}
+        if not cells['MiB/s']:
+            continue
+        for k in ('active', 'passive'):
+            cells[k]['metric'] = 'CPU s/GB'
+        cells['MiB/s']['metric'] = 'MiB/s'
+        vs = (fmt_ratio(cells['passive']['median'] / tcp['median'])
+              if tcp and tcp['median'] else '-')
+        body.append((PASSIVE_NAMES[test], spread(cells['MiB/s']), spread(cells['active']),
+                     spread(cells['passive']), vs))
+    out = render('The passive end: two guests (one vCPU each) joined by QEMU\'s Ethernet link, '
+                 'MTU 1500 (tools/bench/passive.sh)',
+                 ('', 'MiB/s', 'active end CPU s/GB', 'passive end CPU s/GB',
+                  'passive vs TCP\'s'), body)
+    out.append('CPU s/GB: the guest\'s busy share of /proc/stat over the middle of the run '
+               '(one vCPU) per 10^9 bytes moved.')
+    out.append('Passive: the end that only receives (WRITE: the target; READ: the one read '
+               'from; TCP: the receiver).')
+    return '\n'.join(out) + '\n'
+
+
 def cpu_s_per_gb(util_fraction, ncpu, mibs):
     if util_fraction is None or not mibs:
         return None
@@ -870,12 +923,13 @@ def report(d, png=True):
         pass
     rows = figures(collect(os.path.join(d, 'raw')))
     cong = cong_table(os.path.join(d, 'raw'))
-    if not rows and not cong:
-        print(f'report: no results in {d}/raw', file=sys.stderr)
+    passive = passive_table(os.path.join(d, 'passive.log'))
+    if not rows and not cong and not passive:
+        print(f'report: no results in {d}/raw or {d}/passive.log', file=sys.stderr)
         return 1
     if not rows:
-        # bench --congestion: that table alone.
-        text = (info + '\n\n' if info else '') + cong
+        # bench --congestion or --passive: that table alone.
+        text = (info + '\n\n' if info else '') + cong + passive
         with open(os.path.join(d, 'table.txt'), 'w', encoding='utf-8') as f:
             f.write(text)
         sys.stdout.write(text)
@@ -894,6 +948,8 @@ def report(d, png=True):
         text += '\n' + mpi
     if cong:
         text += '\n' + cong
+    if passive:
+        text += '\n' + passive
     total, failed = run_status(os.path.join(d, 'raw'))
     text += f'{total} runs, {len(failed)} without a result (left out)' + (
         ': ' + ', '.join(failed) if failed else '') + '\n'
@@ -977,6 +1033,14 @@ def self_test(samples):
             only = f.read()
         check('bench --congestion: the congestion table alone',
               rc == 0 and '4 flows, sroce, CC on' in only and 'ib_send_bw' not in only)
+    pt = passive_table(os.path.join(samples, 'passive.log'))
+    wr = 0.2 / (20 * MIB / GB), 0.3 / (40 * MIB / GB)
+    tcp_b = 0.6 / (30 * MIB / GB)
+    check('passive end: CPU s/GB per end, median over rounds, against TCP\'s receiver',
+          f'{fmt(statistics.median(wr))} [{fmt(min(wr))}-{fmt(max(wr))}]' in pt
+          and f'{statistics.median(wr) / tcp_b:.2f}x' in pt and 'TCP iperf3' in pt
+          and 'ib_read_bw' not in pt)
+    check('no passive log, no table', passive_table(os.path.join(samples, 'none.log')) == '')
     mt = mpi_table(os.path.join(samples, 'raw'))
     check('MPI table: medians and ratios to TCP',
           '40.00 [30.00-50.00]' in mt and '2.00x' in mt and '1.50x' in mt)
