@@ -164,8 +164,10 @@ demo: all stage
 bench: module provider stage bench-tool
 	tools/bench/bench $(BENCH_ARGS)
 
+# The MPI table needs sroce_mpi: without it a fresh clone's bench has none.
 bench-tool: $(BUILD)/bench/sroce_memcpy $(BUILD)/bench/sroce_crc \
-	$(BUILD)/bench/sroce_pingpong $(BUILD)/bench/sroce_tcplat
+	$(BUILD)/bench/sroce_pingpong $(BUILD)/bench/sroce_tcplat \
+	$(BUILD)/tests/sroce_mpi
 
 $(BUILD)/bench/sroce_%: tools/bench/%.cpp
 	@mkdir -p $(dir $@)
