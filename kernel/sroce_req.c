@@ -159,6 +159,35 @@ static bool sroce_req_has_credit(const struct sroce_qp *qp,
 	return sroce_psn_diff(req->ssn, req->lsn) <= 0;
 }
 
+/*
+ * Is the message at req->index such a probe, the last one started and
+ * past the limit? Its first packet goes alone and asks for an ACK, and
+ * the rest wait until that packet is acknowledged (for a SEND the
+ * responder has then taken a WQE, whatever its next credit count says). A
+ * responder with none answers RNR NAK to one packet, not to a whole
+ * message already on the wire, which would all go again after each
+ * back-off (and draw a sequence NAK and duplicates besides).
+ */
+static bool sroce_req_credit_probe(const struct sroce_qp *qp,
+				   const struct sroce_send_wqe *wqe)
+{
+	const struct sroce_req *req = &qp->req;
+
+	if (!sroce_qp_reliable_req(qp) || req->credits_unlimited ||
+	    !sroce_wqe_uses_rwqe(wqe->opcode) || req->index + 1 != req->sent)
+		return false;
+	return sroce_psn_diff(req->ssn, req->lsn) > 0;
+}
+
+/* A credit probe's packets after the first wait for the first's ACK. */
+static bool sroce_req_probe_held(const struct sroce_qp *qp,
+				 const struct sroce_send_wqe *wqe,
+				 const struct sroce_send_meta *m, u32 una)
+{
+	return qp->req.offset && sroce_req_credit_probe(qp, wqe) &&
+	       sroce_psn_diff(una, m->first_psn) <= 0;
+}
+
 static bool sroce_qp_is_ud(const struct sroce_qp *qp)
 {
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
@@ -962,7 +991,7 @@ static bool sroce_req_may_send(struct sroce_qp *qp,
 	    sroce_req_dev_window_full(qp, una))
 		return false;
 	if (!fresh)
-		return true;
+		return !sroce_req_probe_held(qp, wqe, m, una);
 	if (m->rd_atomic && rd_atomic >= max_t(u32, qp->attr.max_rd_atomic, 1))
 		return false;
 	if ((wqe->flags & SROCE_WQE_F_FENCE) && rd_atomic)
@@ -1055,6 +1084,7 @@ static enum sroce_req_step sroce_req_step(struct sroce_qp *qp, int *budget,
 		if (!sroce_cc_may_send(qp))
 			return SROCE_REQ_WAIT;
 		ack_now = *budget <= 1 || req->probing ||
+			  (!req->offset && sroce_req_credit_probe(qp, wqe)) ||
 			  (last && !sroce_req_followed(qp, una)) ||
 			  sroce_psn_diff(sroce_psn_add(req->psn, 1), una) >=
 			  sroce_req_window(qp) ||

@@ -38,7 +38,9 @@
 //            with the receive posted 100 ms late: the SEND completes then,
 //            and the data arrives intact; again with timeout 12 and
 //            retry_cnt 1 and the receive 300 ms late: RNR NAKs are answers,
-//            the transport timer must not give up meanwhile
+//            the transport timer must not give up meanwhile; a SEND of 64
+//            packets with the receive 50 ms late: intact, and at most one
+//            packet resent per RNR NAK (the first packet probes alone)
 //   atomic   FETCH_ADD and CMP_SWAP (hit and miss), one at a time and 16 /
 //            8 in flight: the original value in the local buffer, the
 //            target changed exactly, its neighbours not at all
@@ -1043,6 +1045,60 @@ void test_rnr_recovers(uint8_t timeout, uint8_t retry_cnt, double delay)
 		 "the %u-byte SEND completes then, RECV byte_len %u, data intact, nothing "
 		 "written past it",
 		 timeout, retry_cnt, delay * 1e3, len, len);
+	conn_free(c);
+	region_free(rbuf);
+	region_free(src);
+}
+
+// A SEND of 64 packets to a receive queue that stays empty for @delay: an
+// RNR NAK must cost the requester one packet, not the message. A message
+// started past the responder's credit limit (the first of a connection is)
+// sends its first packet alone and the rest once that one is acknowledged;
+// otherwise all 64 go out, the first draws the RNR NAK, the responder drops
+// the other 63 as out of sequence, and after each back-off all 64 go again.
+void test_rnr_long_send(double delay)
+{
+	point P;
+	conn c;
+	region src, rbuf;
+	qp_params p;
+	p.rnr_retry = 7;
+	p.min_rnr_timer = 1;
+	const uint32_t len = 64 * g_mtu_bytes;
+	delta naks(A, "rnr_nak_received"), resent(A, "retransmitted_packets");
+
+	if (region_make(P, src, "source", A, len, IBV_ACCESS_LOCAL_WRITE, 55) &&
+	    region_make(P, rbuf, "receive buffer", B, len, IBV_ACCESS_LOCAL_WRITE, 56) &&
+	    conn_make(P, c, p)) {
+		posted(P, post(c.a.qp, 1, IBV_WR_SEND, src, 0, len), "SEND", 1);
+		auto early = poll_n(c.a.cq, 1, delay);
+		for (auto &g : early)
+			P.fail("requester: completion wr_id %llu %s before any receive was posted",
+			       static_cast<unsigned long long>(g.wr_id), ibv_wc_status_str(g.status));
+		posted(P, post_recv(c.b.qp, 7, rbuf, 0, len), "receive", 7);
+		if (early.empty()) {
+			rbuf.expect(0, src.mem, len);
+			expect_wcs(P, "requester", c.a.cq, c.a.qpn,
+				   {{1, IBV_WC_SUCCESS, IBV_WC_SEND}});
+			expect_wcs(P, "responder", c.b.cq, c.b.qpn,
+				   {{7, IBV_WC_SUCCESS, IBV_WC_RECV, len}});
+		}
+		region_check(P, rbuf);
+		region_check(P, src);
+		if (naks.available() && resent.available()) {
+			long long n = naks.grown(), r = resent.grown();
+			if (g_verbose || n < 1 || r > n + 1)
+				tap::diag("%s: rnr_nak_received +%lld, retransmitted_packets +%lld",
+					  A.name, n, r);
+			if (n < 1)
+				P.fail("%s received no RNR NAK", A.name);
+			else if (r > n + 1)
+				P.fail("%lld packets resent for %lld RNR NAKs: more than one each",
+				       r, n);
+		}
+	}
+	P.report("a %u-byte SEND (64 packets), receive posted %.0f ms late: RECV byte_len %u, "
+		 "data intact, at most one packet resent per RNR NAK", len, delay * 1e3, len);
 	conn_free(c);
 	region_free(rbuf);
 	region_free(src);
@@ -3624,6 +3680,7 @@ int main(int argc, char **argv)
 			// 300 ms of RNR NAKs: about 9 x what the transport timer
 			// allows a silent peer (2 x 16.8 ms, in 4 ms jiffies).
 			test_rnr_recovers(12, 1, 0.3);
+			test_rnr_long_send(0.05);
 		}
 		if (want_group(groups, "atomic"))
 			test_atomics();
