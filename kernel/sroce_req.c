@@ -171,12 +171,12 @@ static bool sroce_req_has_credit(const struct sroce_qp *qp,
 static bool sroce_req_credit_probe(const struct sroce_qp *qp,
 				   const struct sroce_send_wqe *wqe)
 {
-	const struct sroce_req *req = &qp->req;
-
-	if (!sroce_qp_reliable_req(qp) || req->credits_unlimited ||
-	    !sroce_wqe_uses_rwqe(wqe->opcode) || req->index + 1 != req->sent)
-		return false;
-	return sroce_psn_diff(req->ssn, req->lsn) > 0;
+	/*
+	 * Once started, the message's SSN is req->ssn: the credit check for
+	 * "may one more start" fails exactly when this one is past the limit.
+	 */
+	return qp->req.index + 1 == qp->req.sent &&
+	       !sroce_req_has_credit(qp, wqe);
 }
 
 /* A credit probe's packets after the first wait for the first's ACK. */
